@@ -1,0 +1,1 @@
+"""memjax.eval"""

@@ -1,0 +1,26 @@
+"""The one place jobs register.
+
+A config names its job (`config.job = "model.generate"`); `memjax.launch` looks it up here and
+calls `fn(config, workdir)`. Entries are "module:function" strings, so the launcher imports only
+the job it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+JOBS: dict[str, str] = {
+    "model.generate": "memjax.sampling.demo:generate_job",
+}
+
+
+class UnknownJobError(ValueError):
+    pass
+
+
+def resolve(name: str) -> Callable:
+    if name not in JOBS:
+        raise UnknownJobError(f"unknown job {name!r}; valid jobs: {', '.join(sorted(JOBS))}")
+    module, fn = JOBS[name].split(":")
+    return getattr(importlib.import_module(module), fn)
