@@ -10,6 +10,7 @@ locked, so a misspelt field is an error rather than a silent new field.
 
 from __future__ import annotations
 
+import runpy
 import sys
 
 from absl import app, flags, logging
@@ -43,11 +44,39 @@ def main(argv) -> None:
     job(config, _WORKDIR.value)
 
 
-def run() -> None:
+def _bad_override(argv: list[str]) -> str | None:
+    """Names the first `--config.a.b=v` whose path does not exist, with the valid choices."""
+    config_file = next((a.split("=", 1)[1] for a in argv if a.startswith("--config=")), None)
+    if config_file is None:
+        return None
     try:
-        app.run(main)
-    except flags.Error as e:  # pragma: no cover - absl normally reports these itself
-        _fail(str(e))
+        config = runpy.run_path(config_file)["get_config"]()
+    except Exception:  # the file itself is broken; absl's message says how
+        return None
+    for arg in argv:
+        if not arg.startswith("--config."):
+            continue
+        path = arg[len("--config.") :].split("=", 1)[0].split(".")
+        node = config
+        for depth, key in enumerate(path):
+            if not hasattr(node, "keys") or key not in node:
+                where = ".".join(path[:depth]) or "the config"
+                choices = ", ".join(sorted(node.keys())) if hasattr(node, "keys") else "none"
+                return f"--config.{'.'.join(path)}: {where} has no field {key!r}; valid: {choices}"
+            node = node[key]
+    return None
+
+
+def _parse_flags(argv: list[str]) -> list[str]:
+    try:
+        return flags.FLAGS(argv)
+    except (flags.Error, KeyError, AttributeError, TypeError, ValueError) as e:
+        detail = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        _fail(_bad_override(argv) or str(detail).replace("\n", " "))
+
+
+def run() -> None:
+    app.run(main, flags_parser=_parse_flags)
 
 
 if __name__ == "__main__":
