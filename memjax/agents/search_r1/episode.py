@@ -1,0 +1,114 @@
+"""One Search-R1 trajectory: a single assistant turn that grows with every search.
+
+Each call continues the same assistant turn (`assistant_prefix` holds all that was written and
+retrieved so far). A search appends `<information>` and goes on; an answer ends the episode; a
+completion with neither gets the invalid-action note, unless it ended with EOS (the model closed
+its turn without answering, which ends the episode). `max_turns` calls at most.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memjax.agents.episode import (
+    ContextRecord,
+    EpisodeResult,
+    ModelCall,
+    ModelOutput,
+    SearchRequest,
+)
+from memjax.agents.retrieval import Passage
+from memjax.agents.search_r1 import format as fmt
+
+
+@dataclass(frozen=True)
+class SearchR1Settings:
+    max_turns: int = 5
+    top_k: int = 3  # Search-R1's retriever returns 3 passages
+
+
+class SearchR1Episode:
+    def __init__(self, question: str, settings: SearchR1Settings = SearchR1Settings()):
+        if settings.max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1, got {settings.max_turns}")
+        self.question = question
+        self.settings = settings
+        self.messages = ({"role": "user", "content": fmt.prompt(question)},)
+        self.context = ContextRecord([ModelCall(self.messages, "", fmt.STOP)])
+        self.searches: list[str] = []
+        self.stop_reason = ""
+        self._pending = False
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def current_call(self) -> ModelCall:
+        if self._done or self._pending:
+            raise RuntimeError("no model call pending")
+        return self.context.calls[-1]
+
+    def _written(self) -> str:
+        """The assistant turn so far, including the last completion."""
+        return self.context.calls[len(self.context.outputs) - 1].assistant_prefix + (
+            self.context.outputs[-1].text
+        )
+
+    def _finish(self, reason: str) -> None:
+        self.stop_reason = reason
+        self._done = True
+
+    def _continue(self, appended: str) -> None:
+        if len(self.context.calls) >= self.settings.max_turns:
+            self._finish("turn_limit")
+            return
+        self.context.calls.append(ModelCall(self.messages, self._written() + appended, fmt.STOP))
+
+    def observe(self, output: ModelOutput) -> SearchRequest | None:
+        if self._done or self._pending:
+            raise RuntimeError("observe() with no model call pending")
+        action = fmt.parse_action(output.text)
+        if action.kind == "answer":
+            self.context.outputs.append(output)
+            self._finish("answer")
+            return None
+        if action.kind == "search":
+            # Cut after </search>: the turn continues with <information>, not with EOS.
+            ids = output.token_ids if action.text == output.text else None
+            self.context.outputs.append(ModelOutput(action.text, False, ids))
+            if len(self.context.calls) >= self.settings.max_turns:
+                self._finish("turn_limit")
+                return None
+            self.searches.append(action.content)
+            self._pending = True
+            return SearchRequest(action.content, self.settings.top_k)
+        self.context.outputs.append(output)
+        if output.eos:
+            self._finish("no_answer")
+            return None
+        self._continue(fmt.INVALID_ACTION)
+        return None
+
+    def receive(self, passages: list[Passage]) -> None:
+        if not self._pending:
+            raise RuntimeError("receive() with no search pending")
+        self._pending = False
+        self._continue(fmt.format_information(passages))
+
+    def result(self, golden_answers: Sequence[str]) -> EpisodeResult:
+        if not self._done:
+            raise RuntimeError("result() before the episode ended")
+        full_text = self.messages[0]["content"] + self._written()
+        answer = fmt.extract_answer(full_text)
+        return EpisodeResult(
+            question=self.question,
+            answer=answer,
+            reward=fmt.reward(full_text, golden_answers),
+            stop_reason=self.stop_reason,
+            contexts=[self.context],
+            turn_contexts=self.context.growing_turns(),
+            format_valid=answer is not None,
+            searches=list(self.searches),
+        )

@@ -1,0 +1,75 @@
+"""Search-R1's prompt, action parser, observation format and exact-match reward."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memjax.agents.retrieval import Passage
+from memjax.eval.qa_metrics import em_score
+
+_ACTION = re.compile(r"<(search|answer)>(.*?)</\1>", re.DOTALL)
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+PROMPT_TEMPLATE = (
+    "Answer the given question. Every time you receive new information, first reason inside "
+    "<think> and </think>. After reasoning, if you find you are missing some knowledge, you can "
+    "call a search engine with <search> query </search>, and it will return the top results "
+    "between <information> and </information>. You may search as many times as you need. When "
+    "you need no further knowledge, give the answer directly inside <answer> and </answer>, "
+    "without detailed explanation. For example, <answer> Beijing </answer>. Question: {question}\n"
+)
+
+INVALID_ACTION = (
+    "\nMy previous action is invalid. To search, I should put the query between <search> and "
+    "</search>. To give the final answer, I should put it between <answer> and </answer>. "
+    "Let me try again.\n"
+)
+
+STOP = ("</search>", "</answer>")
+
+
+def prompt(question: str) -> str:
+    return PROMPT_TEMPLATE.format(question=question.strip())
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: str  # "search", "answer" or "invalid"
+    content: str
+    text: str  # the completion cut right after the action's closing tag
+
+
+def parse_action(text: str) -> Action:
+    """The first complete `<search>` or `<answer>` block; anything written after it is dropped,
+    as if generation had stopped at the closing tag."""
+    match = _ACTION.search(text)
+    if match is None:
+        return Action("invalid", "", text)
+    return Action(match.group(1), match.group(2).strip(), text[: match.end()])
+
+
+def format_information(passages: Sequence[Passage]) -> str:
+    """`\\n\\n<information>Doc 1(Title: "t") text\\nDoc 2...</information>\\n\\n`; the title is the
+    contents' first line, quotes included, as in Search-R1."""
+    docs = []
+    for i, p in enumerate(passages, start=1):
+        title, _, text = p["contents"].partition("\n")
+        docs.append(f"Doc {i}(Title: {title}) {text}\n")
+    return "\n\n<information>" + "".join(docs).strip() + "</information>\n\n"
+
+
+def extract_answer(full_text: str) -> str | None:
+    """The last `<answer>` of prompt + response. The prompt's own example is one match, so
+    fewer than two matches means the model never answered."""
+    matches = _ANSWER.findall(full_text)
+    if len(matches) <= 1:
+        return None
+    return matches[-1].strip()
+
+
+def reward(full_text: str, golden_answers: Sequence[str]) -> float:
+    """Outcome exact match in {0, 1}; no format credit (format_score = 0)."""
+    answer = extract_answer(full_text)
+    return em_score(answer, golden_answers) if answer is not None else 0.0
