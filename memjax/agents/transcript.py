@@ -113,3 +113,9 @@ def prompt_length(record: ContextRecord, fmt: ChatFormat) -> int:
 
 def count_tokens(record: ContextRecord, fmt: ChatFormat) -> int:
     return len(tokens_and_mask(record, fmt)[0])
+
+
+def turn_token_counts(turn_contexts: Sequence[ContextRecord], fmt: ChatFormat) -> list[int]:
+    """Context tokens at the end of each turn (`EpisodeResult.turn_contexts`): MemSearcher's
+    contexts after the memory update; a growing context after each tool response."""
+    return [count_tokens(record, fmt) for record in turn_contexts]
