@@ -1,0 +1,51 @@
+"""Parsing facts and answers, and the EM/F1 rewards on the text after **Answer:**."""
+
+import pytest
+
+from memjax.agents.memory_r1 import answer_reward, answer_score, parse_answer, parse_facts
+
+
+def test_parse_facts():
+    assert parse_facts('{"facts": ["Adopted a dog", "Lives in Boston"]}').facts == (
+        "Adopted a dog",
+        "Lives in Boston",
+    )
+    fenced = parse_facts('```json\n{"facts": [" a ", "", 3, "a", "b"]}\n```')
+    assert fenced.facts == ("a", "b") and fenced.rejected == 3 and fenced.json_status == "ok"
+    cut = parse_facts('{"facts": ["Adopted a dog", "Lives in Bos')
+    assert cut.facts == ("Adopted a dog",) and cut.json_status == "salvaged"
+    assert parse_facts("no facts here").json_status == "no_json"
+    assert parse_facts('{"facts": "one fact"}').facts == ("one fact",)
+    assert parse_facts(None).facts == ()
+
+
+def test_parse_answer_reads_after_the_last_marker():
+    out = (
+        "**Memories selected as relevant:**\n"
+        "- 8 May 2023: Adopted a dog named Max\n"
+        "• 27 June 2023: Adopted a second dog, Bella\n\n"
+        "**Answer:** two"
+    )
+    parsed = parse_answer(out)
+    assert parsed.answer == "two" and parsed.has_marker
+    assert parsed.selected_memories == (
+        "8 May 2023: Adopted a dog named Max",
+        "27 June 2023: Adopted a second dog, Bella",
+    )
+    assert (
+        parse_answer("Rule: answer after **Answer:**\n**Answer:**\n\n  Paris  ").answer == "Paris"
+    )
+    assert parse_answer("**Answer**: *beach*").answer == "beach"
+    assert parse_answer("The answer is beach.").answer is None
+    assert parse_answer("**Answer:**   ").answer is None
+    assert parse_answer(None).has_marker is False
+
+
+def test_rewards():
+    assert answer_reward("- m1\n**Answer:** The beach!", "beach") == 1.0
+    assert answer_reward("**Answer:** a beach house", "beach") == 0.0
+    assert answer_reward("beach", "beach") == 0.0  # no marker, no answer
+    assert answer_reward("**Answer:** a beach house", "beach", metric="f1") == pytest.approx(2 / 4)
+    assert answer_score(None, "beach", "f1") == 0.0
+    with pytest.raises(ValueError, match="unknown reward metric"):
+        answer_score("x", "x", "bleu")  # type: ignore[arg-type]
