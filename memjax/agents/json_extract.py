@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
+_LANGUAGE_TAG = re.compile(r"^[a-zA-Z]*[ \t]*\n?")
 _DECODER = json.JSONDecoder()
 
 
@@ -19,7 +20,8 @@ def candidate_texts(text: str) -> list[str]:
     blocks = [m.group(1) for m in _FENCE.finditer(text)]
     unclosed = text.rfind("```")
     if len(blocks) == 0 and unclosed != -1:
-        blocks.append(text[unclosed + 3 :].lstrip("json").lstrip())  # opened, never closed
+        # Opened, never closed (output cut off): drop the language tag, keep the rest.
+        blocks.append(_LANGUAGE_TAG.sub("", text[unclosed + 3 :], count=1))
     return blocks + [text]
 
 
