@@ -17,17 +17,20 @@ PROMPT_TEMPLATE = (
     "<think> and </think>. After reasoning, if you find you are missing some knowledge, you can "
     "call a search engine with <search> query </search>, and it will return the top results "
     "between <information> and </information>. You may search as many times as you need. When "
-    "you need no further knowledge, give the answer directly inside <answer> and </answer>, "
+    "you need no further knowledge, give the answer directly, wrapped in answer tags and "
     "without detailed explanation. For example, <answer> Beijing </answer>. Question: {question}\n"
 )
 
 INVALID_ACTION = (
     "\nMy previous action is invalid. To search, I should put the query between <search> and "
-    "</search>. To give the final answer, I should put it between <answer> and </answer>. "
-    "Let me try again.\n"
+    "</search>. To give the final answer, I should wrap it in answer tags. Let me try again.\n"
 )
 
 STOP = ("</search>", "</answer>")
+
+# `extract_answer` counts <answer> blocks in prompt + response and needs two, the prompt's
+# example being the first; so the prompt holds exactly one block and the invalid-action note
+# none (Search-R1's own prompt also has "<answer> and </answer>", which already counts as one).
 
 
 def prompt(question: str) -> str:
