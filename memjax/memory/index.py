@@ -236,14 +236,20 @@ def save_index(index, root: str | Path) -> Path:
 
 
 def load_index(root: str | Path):
-    snapshot = latest_snapshot(root)
-    meta_file = snapshot / "meta.json"
+    """The index of the newest complete snapshot under `root`."""
+    return read_index(latest_snapshot(root))
+
+
+def read_index(directory: str | Path):
+    """An index from a directory that one of the `save(directory)` methods filled."""
+    directory = Path(directory)
+    meta_file = directory / "meta.json"
     try:
         meta = json.loads(meta_file.read_text())
         cls = _KINDS[meta["kind"]]
     except (OSError, json.JSONDecodeError, KeyError) as e:
         raise ValueError(f"{meta_file}: not an index description ({e!r})") from None
-    return cls.load(snapshot, meta)
+    return cls.load(directory, meta)
 
 
 __all__ = [
@@ -254,5 +260,6 @@ __all__ = [
     "AutoIndex",
     "save_index",
     "load_index",
+    "read_index",
     "top_k",
 ]

@@ -1,0 +1,23 @@
+"""Serve a corpus index (built by configs/index_build.py) over HTTP on 127.0.0.1.
+
+    python -m memjax.launch --config=configs/retriever_serve.py \
+        --config.index_dir=/tmp/memjax_index --config.port=8000
+"""
+
+from ml_collections import ConfigDict
+
+
+def get_config() -> ConfigDict:
+    config = ConfigDict()
+    config.job = "retriever.serve"
+    config.index_dir = "/tmp/memjax_index"
+    config.host = "127.0.0.1"  # loopback only; set 0.0.0.0 deliberately to expose it
+    config.port = 8000
+    config.topk = 3  # Search-R1's default for /retrieve
+    config.top_n = 10  # MemSearcher's server default for /search and /batch_search
+    config.max_k = 1000
+    config.max_batch = 1024
+    config.max_body_bytes = 1 << 20
+    # Empty source: the encoder recorded in the index's meta.json.
+    config.encoder = ConfigDict({"source": "", "layout": "", "batch_size": 64})
+    return config

@@ -1,0 +1,192 @@
+"""Passage corpora: a jsonl of {"id", "contents"} -> embeddings -> a saved, self-contained index.
+
+    build_corpus_index("wiki.jsonl", embedder, "/data/wiki_index")       # ScaNN by default
+    retriever = Retriever.load("/data/wiki_index")                        # encoder from meta
+    retriever.search(["who wrote Hamlet?"], k=3)  # [[{"id", "contents", "score"}, ...]]
+
+A saved corpus index is an atomic snapshot (memjax.memory.atomic) holding
+    meta.json    encoder source and layout, index kind, dim, document count, corpus path
+    docs.jsonl   the corpus rows, so the index answers with documents on its own
+    index/       the vector index (memjax.memory.index), keyed by document id
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from memjax.memory.atomic import atomic_save, latest_snapshot
+from memjax.memory.index import ExactIndex, ScannIndex, ScannParams, read_index
+
+
+class CorpusError(ValueError):
+    pass
+
+
+def read_corpus(path: str | Path) -> list[dict]:
+    """Rows of a jsonl corpus; each needs a unique string-or-int "id" and a string "contents"."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"corpus file {path} does not exist")
+    rows, seen = [], set()
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise CorpusError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
+            if not isinstance(row, dict) or "id" not in row or "contents" not in row:
+                raise CorpusError(f'{path}:{lineno}: a row needs "id" and "contents"')
+            if not isinstance(row["contents"], str):
+                raise CorpusError(f'{path}:{lineno}: "contents" must be a string')
+            row["id"] = str(row["id"])
+            if row["id"] in seen:
+                raise CorpusError(f"{path}:{lineno}: duplicate id {row['id']!r}")
+            seen.add(row["id"])
+            rows.append(row)
+    if not rows:
+        raise CorpusError(f"{path}: the corpus is empty")
+    return rows
+
+
+def embed_corpus(rows: Sequence[dict], embedder, chunk: int = 4096) -> np.ndarray:
+    """[N, D] passage vectors, embedded in chunks with a progress bar."""
+    from tqdm import tqdm
+
+    out = np.zeros((len(rows), embedder.dim), np.float32)
+    with tqdm(total=len(rows), desc="embedding corpus", unit="doc") as bar:
+        for start in range(0, len(rows), chunk):
+            texts = [r["contents"] for r in rows[start : start + chunk]]
+            out[start : start + len(texts)] = embedder.encode(texts, kind="passage")
+            bar.update(len(texts))
+    return out
+
+
+def build_corpus_index(
+    corpus: str | Path,
+    embedder,
+    output: str | Path,
+    *,
+    kind: str = "scann",
+    scann: ScannParams = ScannParams(),
+    encoder_meta: dict | None = None,
+) -> Path:
+    """Embeds the corpus, builds the index, and publishes it under `output`; returns the
+    snapshot directory."""
+    rows = read_corpus(corpus)
+    t0 = time.perf_counter()
+    vectors = embed_corpus(rows, embedder)
+    ids = [r["id"] for r in rows]
+    t1 = time.perf_counter()
+    if kind == "scann":
+        index = ScannIndex.build(ids, vectors, scann)
+    elif kind == "exact":
+        index = ExactIndex(embedder.dim)
+        index.upsert(ids, vectors)
+    else:
+        raise ValueError(f"index kind {kind!r}; choose 'scann' or 'exact'")
+    t2 = time.perf_counter()
+    meta = {
+        "encoder": encoder_meta or {},
+        "kind": kind,
+        "dim": embedder.dim,
+        "documents": len(rows),
+        "corpus": str(Path(corpus).resolve()),
+        "embed_seconds": round(t1 - t0, 3),
+        "build_seconds": round(t2 - t1, 3),
+    }
+
+    def write(directory: Path) -> None:
+        shutil.copyfile(corpus, directory / "docs.jsonl")
+        (directory / "index").mkdir()
+        index.save(directory / "index")
+        (directory / "meta.json").write_text(json.dumps(meta, indent=2))
+
+    return atomic_save(output, write)
+
+
+class Retriever:
+    """A loaded corpus index: texts in, (document, score) lists out. Thread-safe."""
+
+    def __init__(self, index, docs: dict[str, dict], embedder, meta: dict | None = None):
+        self.index, self.docs, self.embedder = index, docs, embedder
+        self.meta = meta or {}
+        self._lock = threading.Lock()  # one search at a time: ScaNN and XLA use every core
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    @classmethod
+    def load(cls, root: str | Path, embedder=None) -> Retriever:
+        """From a `build_corpus_index` output; the embedder named in its meta when None."""
+        snapshot = latest_snapshot(root)
+        meta = json.loads((snapshot / "meta.json").read_text())
+        docs = {r["id"]: r for r in read_corpus(snapshot / "docs.jsonl")}
+        index = read_index(snapshot / "index")
+        if embedder is None:
+            from memjax.memory.embedder import Embedder
+
+            enc = meta.get("encoder") or {}
+            if "source" not in enc:
+                raise ValueError(f"{snapshot}/meta.json names no encoder; pass one explicitly")
+            embedder = Embedder.load(enc["source"], layout=enc.get("layout"))
+        if embedder.dim != index.dim:
+            raise ValueError(
+                f"{root}: the index holds {index.dim}-d vectors, the encoder makes {embedder.dim}"
+            )
+        return cls(index, docs, embedder, meta)
+
+    def search_docs(self, queries: Sequence[str], k: int) -> list[list[tuple[dict, float]]]:
+        """Top-k (corpus row, score) per query, best first."""
+        if not len(queries):
+            return []
+        with self._lock:
+            vectors = self.embedder.encode(list(queries), kind="query")
+            hits = self.index.search(vectors, k)
+        return [[(self.docs[h.id], h.score) for h in row] for row in hits]
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[dict]]:
+        """Top-k passages {"id", "contents", "score"} per query (memjax.agents.retrieval)."""
+        return [
+            [{"id": d["id"], "contents": d["contents"], "score": s} for d, s in row]
+            for row in self.search_docs(queries, k)
+        ]
+
+
+def build_index_job(config, workdir) -> None:
+    """The `index.build` job: embed `config.corpus` and save its index to `config.output`."""
+    from memjax.memory.embedder import Embedder
+
+    output = config.output or (str(Path(workdir) / "index") if workdir else None)
+    if not output:
+        raise ValueError("set --config.output or --workdir for the index.build job")
+    layout = config.encoder.layout or None
+    embedder = Embedder.load(
+        config.encoder.source, layout=layout, batch_size=config.encoder.batch_size
+    )
+    params = ScannParams(
+        num_leaves=config.scann.num_leaves or None,
+        leaves_to_search=config.scann.leaves_to_search or None,
+        reorder=config.scann.reorder,
+    )
+    snapshot = build_corpus_index(
+        config.corpus,
+        embedder,
+        output,
+        kind=config.kind,
+        scann=params,
+        encoder_meta={"source": config.encoder.source, "layout": layout},
+    )
+    meta = json.loads((snapshot / "meta.json").read_text())
+    print(
+        f"indexed {meta['documents']} documents ({meta['kind']}) in {snapshot}: "
+        f"embedding {meta['embed_seconds']}s, index build {meta['build_seconds']}s"
+    )
