@@ -5,7 +5,7 @@ import shutil
 import pytest
 
 from memjax.data.locomo import load_locomo
-from memjax.data.pipeline import qa_data_loader, qa_dataset
+from memjax.data.locomo_pipeline import qa_data_loader, qa_dataset
 from memjax.data.splits import split_by_conversation
 from memjax.data.synthetic import SyntheticConfig, write_synthetic_locomo
 from memjax.data.tfds_locomo import (
