@@ -1,8 +1,8 @@
 """grain pipelines that feed QA examples to training and evaluation.
 
 A source is anything random-access of QA records: a TFDS array_record source
-(`tfds_locomo.locomo_qa_source`, records decoded here) or a plain sequence of QAExample
-(e.g. the Memory-R1 split of a synthetic file). Batches are lists of QAExample: examples are
+(`tfds_locomo.locomo_qa_source`, records decoded here) or a plain sequence of LocomoExample
+(e.g. the Memory-R1 split of a synthetic file). Batches are lists of LocomoExample: examples are
 text, and the environment turns them into token ids itself.
 """
 
@@ -13,20 +13,20 @@ from typing import Any
 
 import grain
 
-from memjax.data.splits import QAExample
+from memjax.data.splits import LocomoExample
 from memjax.data.tfds_locomo import record_to_example
 
 
-def to_example(record: Any) -> QAExample:
-    """A source element -> QAExample (QAExample passes through; TFDS dicts are decoded)."""
-    if isinstance(record, QAExample):
+def to_example(record: Any) -> LocomoExample:
+    """A source element -> LocomoExample (LocomoExample passes through; TFDS dicts are decoded)."""
+    if isinstance(record, LocomoExample):
         return record
     if isinstance(record, dict):
         return record_to_example(record)
-    raise TypeError(f"expected a QAExample or a TFDS record dict, got {type(record).__name__}")
+    raise TypeError(f"expected a LocomoExample or a TFDS record dict, got {type(record).__name__}")
 
 
-def _as_list(batch: Sequence[QAExample]) -> list[QAExample]:
+def _as_list(batch: Sequence[LocomoExample]) -> list[LocomoExample]:
     return list(batch)
 
 
@@ -56,7 +56,7 @@ def qa_dataset(
 
 
 class _ToExample(grain.transforms.Map):
-    def map(self, element: Any) -> QAExample:
+    def map(self, element: Any) -> LocomoExample:
         return to_example(element)
 
 

@@ -17,7 +17,7 @@ MEMORY_R1_VALIDATION_IDS: tuple[str, ...] = ("conv-30",)
 
 
 @dataclasses.dataclass(frozen=True)
-class QAExample:
+class LocomoExample:
     """One training/eval question, flat so it can travel through TFDS and grain."""
 
     conversation_id: str
@@ -39,17 +39,19 @@ class QAExample:
 
 @dataclasses.dataclass(frozen=True)
 class Split:
-    train: tuple[QAExample, ...]
-    validation: tuple[QAExample, ...]
-    test: tuple[QAExample, ...]
+    train: tuple[LocomoExample, ...]
+    validation: tuple[LocomoExample, ...]
+    test: tuple[LocomoExample, ...]
 
-    def as_dict(self) -> dict[str, tuple[QAExample, ...]]:
+    def as_dict(self) -> dict[str, tuple[LocomoExample, ...]]:
         return {"train": self.train, "validation": self.validation, "test": self.test}
 
 
-def qa_examples(conversation: Conversation, include_adversarial: bool = False) -> list[QAExample]:
+def qa_examples(
+    conversation: Conversation, include_adversarial: bool = False
+) -> list[LocomoExample]:
     return [
-        QAExample(
+        LocomoExample(
             conversation_id=conversation.sample_id,
             qa_index=q.index,
             question=q.question,
@@ -78,7 +80,7 @@ def split_by_conversation(
     overlap = set(train_ids) & set(validation_ids)
     if overlap:
         raise ValueError(f"train_ids and validation_ids share {sorted(overlap)}")
-    parts: dict[str, list[QAExample]] = {"train": [], "validation": [], "test": []}
+    parts: dict[str, list[LocomoExample]] = {"train": [], "validation": [], "test": []}
     for c in conversations:
         part = (
             "train"

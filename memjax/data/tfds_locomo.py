@@ -22,7 +22,7 @@ from memjax.data.locomo import load_locomo
 from memjax.data.splits import (
     MEMORY_R1_TRAIN_IDS,
     MEMORY_R1_VALIDATION_IDS,
-    QAExample,
+    LocomoExample,
     split_by_conversation,
 )
 
@@ -144,11 +144,11 @@ def _text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
-def record_to_example(record: dict[str, Any]) -> QAExample:
-    """A decoded TFDS record (bytes, numpy scalars) -> QAExample."""
+def record_to_example(record: dict[str, Any]) -> LocomoExample:
+    """A decoded TFDS record (bytes, numpy scalars) -> LocomoExample."""
     answer = _text(record["answer"]) if bool(record["has_answer"]) else None
     adversarial = _text(record["adversarial_answer"]) or None
-    return QAExample(
+    return LocomoExample(
         conversation_id=_text(record["conversation_id"]),
         qa_index=int(record["qa_index"]),
         question=_text(record["question"]),
