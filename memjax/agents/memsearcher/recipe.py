@@ -1,0 +1,124 @@
+"""MemSearcher's training and evaluation settings as an ml_collections ConfigDict.
+
+The numbers are those of the paper's code (`train.sh`, `ppo_trainer.yaml`, `eval.sh`; see
+reference/papers.md section 2.4). Sections `optimizer` and `loss` carry the field names of
+`memjax.rl.optimizer.OptimizerConfig` and `memjax.rl.losses.PolicyLossConfig`, so the trainer
+builds them with `OptimizerConfig(**config.optimizer)`.
+"""
+
+from __future__ import annotations
+
+from ml_collections import ConfigDict
+
+from memjax.agents.memsearcher.episode import (
+    EVAL_MAX_TURNS,
+    TRAIN_MAX_TURNS,
+    MemSearcherSettings,
+)
+from memjax.agents.search_tool import SearchSettings
+
+# FlashRAG_datasets splits MemSearcher evaluates on: test for four, dev for the multi-hop three.
+EVAL_SPLITS = {
+    "nq": "test",
+    "triviaqa": "test",
+    "popqa": "test",
+    "hotpotqa": "dev",
+    "2wikimultihopqa": "dev",
+    "musique": "dev",
+    "bamboogle": "test",
+}
+
+
+def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") -> ConfigDict:
+    config = ConfigDict()
+    config.job = "memsearcher.train"  # "memsearcher.eval" for evaluation
+    config.seed = 0
+    config.model = ConfigDict({"source": model_source, "param_dtype": "bfloat16"})
+    # 8 GPUs per node: weights sharded over fsdp, everything else over data.
+    config.mesh = ConfigDict({"data": 1, "fsdp": -1, "tensor": 1})
+
+    config.data = ConfigDict()
+    config.data.format = "flashrag"
+    # NQ + HotpotQA train, as Search-R1; `?` appended to questions that lack it.
+    config.data.train = ConfigDict(
+        {name: f"{data_root}/{name}/train.jsonl" for name in ("nq", "hotpotqa")}
+    )
+    config.data.eval = ConfigDict(
+        {name: f"{data_root}/{name}/{split}.jsonl" for name, split in EVAL_SPLITS.items()}
+    )
+    config.data.add_question_mark = True
+    config.data.shuffle = True
+    config.data.worker_count = 0
+
+    config.retriever = ConfigDict()
+    config.retriever.kind = "http"  # or "in_process" over config.retriever.index_dir
+    config.retriever.url = "http://127.0.0.1:8000"
+    config.retriever.index_dir = ""
+    # E5-base-v2, flat index over wiki-18 (2018 Wikipedia), as the paper's serving config;
+    # the same fields as configs/index_build.py.
+    config.retriever.encoder = ConfigDict({"source": "/models/e5-base-v2", "layout": "e5"})
+    config.retriever.corpus = "/data/wiki-18.jsonl"
+    config.retriever.index_kind = "exact"
+    search = SearchSettings()
+    config.retriever.default_top_n = search.default_top_n
+    config.retriever.max_top_n = search.max_top_n
+    config.retriever.passage_separator = search.passage_separator
+
+    config.agent = ConfigDict()
+    config.agent.name = "memsearcher"
+    config.agent.memory_cap_tokens = 1024
+    config.agent.max_turns_train = TRAIN_MAX_TURNS
+    config.agent.max_turns_eval = EVAL_MAX_TURNS
+
+    config.rollout = ConfigDict()
+    config.rollout.group_size = 5  # G rollouts per question
+    config.rollout.temperature = 1.0
+    config.rollout.top_p = 0.99
+    config.rollout.top_k = 10000
+    config.rollout.max_tokens_per_call = 512
+    config.rollout.max_prompt_length = 695
+    config.rollout.max_response_length = 6024  # per context
+
+    config.eval_sampling = ConfigDict()
+    config.eval_sampling.temperature = 0.0  # greedy
+    config.eval_sampling.max_tokens_per_call = 512
+
+    config.optimizer = ConfigDict()
+    config.optimizer.learning_rate = 1e-6
+    config.optimizer.schedule = "constant"
+    config.optimizer.warmup_steps = 0
+    config.optimizer.weight_decay = 0.01
+    config.optimizer.max_grad_norm = 1.0
+
+    config.loss = ConfigDict()
+    config.loss.eps_low = 0.2
+    config.loss.eps_high = 0.2
+    config.loss.dual_clip = 3.0
+    config.loss.kl_coef = 0.001
+    config.loss.kl_kind = "k3"  # verl's low_var_kl
+    config.loss.entropy_coef = 0.001
+    config.loss.agg_mode = "token-mean"
+
+    config.train = ConfigDict()
+    config.train.algorithm = "multi_context_grpo"
+    config.train.batch_size = 256  # questions per step
+    config.train.mini_batch_size = 128
+    config.train.ppo_epochs = 1
+    config.train.total_epochs = 1
+    config.train.advantage_eps = 1e-6  # A = (R - mean_G) / (std_G + eps), unbiased std
+    config.train.save_every_steps = 20
+    return config
+
+
+def settings_from_config(config: ConfigDict, evaluation: bool = False) -> MemSearcherSettings:
+    """The episode settings a config asks for (turn limit: training or evaluation)."""
+    agent, retriever = config.agent, config.retriever
+    return MemSearcherSettings(
+        max_turns=agent.max_turns_eval if evaluation else agent.max_turns_train,
+        memory_cap_tokens=agent.memory_cap_tokens,
+        search=SearchSettings(
+            default_top_n=retriever.default_top_n,
+            max_top_n=retriever.max_top_n,
+            passage_separator=retriever.passage_separator,
+        ),
+    )
