@@ -80,3 +80,20 @@ def test_outputs_with_sampled_ids_keep_them():
     episode.observe(ModelOutput("x</think> \\boxed{Paris}", True, (5, 6, 7, 0)))
     rows = context_rows([episode.result(["Paris"])], toy_format())
     assert rows.token_ids[0][-4:] == [5, 6, 7, 0] and rows.loss_mask[0][-5:] == [0, 1, 1, 1, 1]
+
+
+def test_search_agent_report(tmp_path):
+    from memjax.eval.search_agent_report import EvaluatedEpisode, summarize, write
+
+    episodes = [
+        EvaluatedEpisode("memsearcher", "hotpotqa", ("Paris",), trajectory(2, "Paris")),
+        EvaluatedEpisode("memsearcher", "hotpotqa", ("Paris",), trajectory(0, "Rome")),
+        EvaluatedEpisode("memsearcher", "nq", ("Paris",), trajectory(1, "Paris")),
+    ]
+    report = summarize(episodes, toy_format())
+    hotpot, nq, average = report.scores["memsearcher"]
+    assert (hotpot.em, nq.em, average.em) == (0.5, 1.0, 0.75)
+    assert [r.episodes for r in report.turns["memsearcher"]] == [3, 2, 1]
+    paths = write(report, tmp_path)
+    assert "| memsearcher | nq | 1 | 100.0 |" in paths["scores_markdown"].read_text()
+    assert paths["plot"].exists()

@@ -1,0 +1,52 @@
+"""Evaluation summary for search agents: EM / F1 per dataset and tokens per turn per agent,
+written as qa_scores.{md,json} and tokens_per_turn.{md,json,png}."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from memjax.agents.episode import EpisodeResult
+from memjax.agents.transcript import ChatFormat, turn_token_counts
+from memjax.eval import qa_report, token_report
+from memjax.eval.qa_metrics import DatasetScore, Prediction, score_by_dataset
+
+
+@dataclass(frozen=True)
+class EvaluatedEpisode:
+    agent: str  # "memsearcher", "search_r1", "react", "rag"
+    dataset: str
+    golden_answers: tuple[str, ...]
+    result: EpisodeResult
+
+
+@dataclass(frozen=True)
+class SearchAgentReport:
+    scores: dict[str, list[DatasetScore]]
+    turns: dict[str, list[token_report.TurnStats]]
+
+
+def summarize(episodes: Sequence[EvaluatedEpisode], fmt: ChatFormat) -> SearchAgentReport:
+    predictions: dict[str, list[Prediction]] = {}
+    counts: dict[str, list[list[int]]] = {}
+    for e in episodes:
+        predictions.setdefault(e.agent, []).append(
+            Prediction(e.dataset, e.result.answer, tuple(e.golden_answers))
+        )
+        counts.setdefault(e.agent, []).append(turn_token_counts(e.result.turn_contexts, fmt))
+    return SearchAgentReport(
+        scores={agent: score_by_dataset(p) for agent, p in predictions.items()},
+        turns={agent: token_report.turn_stats(c) for agent, c in counts.items()},
+    )
+
+
+def write(report: SearchAgentReport, directory: str | Path) -> dict[str, Path]:
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = token_report.write_reports(report.turns, directory)
+    paths["scores_markdown"] = directory / "qa_scores.md"
+    paths["scores_json"] = directory / "qa_scores.json"
+    paths["scores_markdown"].write_text(qa_report.to_markdown(report.scores))
+    paths["scores_json"].write_text(qa_report.to_json(report.scores))
+    return paths
