@@ -8,7 +8,7 @@ import torch
 TINY = dict(
     vocab_size=96,
     hidden_size=64,
-    intermediate_size=112,
+    intermediate_size=128,
     num_hidden_layers=2,
     num_attention_heads=4,
     num_key_value_heads=2,
