@@ -1,0 +1,147 @@
+"""Per-token log-probabilities and entropies, computed in vocabulary chunks.
+
+The trainer never materialises [B, T, V] logits: a `lax.scan` walks the unembedding in chunks of
+C columns, keeping a running max, sum of exponentials, exp-weighted logit sum and the target's
+logit per token (an online log-sum-exp), and the scan body is rematerialised so the backward pass
+recomputes each [B, T, C] slab instead of storing it. Memory is O(B T C), not O(B T V). The
+target logit is picked inside the chunk (a select, not a gather of unembedding columns), so a
+vocab-sharded unembedding never has to be gathered.
+
+Alignment: logp[:, t] = log p(tokens[t] | tokens[:t]) at `temperature`, the same convention as
+the sampler's log-probs of the tokens it produced; position 0 has no prediction and gets 0.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from memjax.models import decoder
+from memjax.models.config import DecoderConfig
+from memjax.parallel import constrain
+
+_NEG = -1e30  # finite "minus infinity": exp(_NEG - m) is 0 and never NaN
+
+
+def chunked_logprobs(
+    hidden: jax.Array,
+    w: jax.Array,
+    targets: jax.Array,
+    *,
+    temperature: float = 1.0,
+    chunk: int = 4096,
+    with_entropy: bool = True,
+    mesh=None,
+    rules=None,
+) -> tuple[jax.Array, jax.Array | None]:
+    """log softmax(hidden @ w / temperature)[targets] and the softmax entropy, chunked over V.
+
+    hidden [B, T, D]; w [D, V]; targets [B, T] int. Returns (logp [B, T], entropy [B, T] or None),
+    both f32.
+    """
+    D, V = w.shape
+    C = min(chunk, V)
+    n_chunks = -(-V // C)
+    pad = n_chunks * C - V
+    w = w.astype(hidden.dtype)
+    w_chunks = jnp.pad(w, ((0, 0), (0, pad))).reshape(D, n_chunks, C).transpose(1, 0, 2)
+    # Gather the fsdp shards of the unembedding once (as FSDP does for every weight) and keep
+    # each chunk's columns on the tensor axis: [n, D, C].
+    w_chunks = constrain(w_chunks, (None, None, "vocab"), mesh, rules)
+    inv_t = 1.0 / temperature
+
+    @jax.checkpoint
+    def body(carry, xs):
+        m, s, t, target_logit = carry  # [B, T] each: max, sum exp(l - m), sum exp(l - m) l, l_y
+        w_c, start = xs  # [D, C], []
+        logits = jnp.einsum("btd,dc->btc", hidden, w_c, preferred_element_type=jnp.float32)
+        logits = logits * inv_t  # [B, T, C]
+        column = start + jnp.arange(C)  # [C]
+        valid = column < V  # the padded tail of the last chunk
+        logits = jnp.where(valid, logits, _NEG)
+        hit = column == targets[..., None]  # [B, T, C]
+        target_logit = target_logit + jnp.where(hit, logits, 0.0).sum(axis=-1)
+        m_new = jnp.maximum(m, logits.max(axis=-1))
+        scale = jnp.exp(m - m_new)
+        e = jnp.exp(logits - m_new[..., None])  # [B, T, C]
+        s = s * scale + e.sum(axis=-1)
+        if with_entropy:
+            t = t * scale + (e * jnp.where(valid, logits, 0.0)).sum(axis=-1)
+        return (m_new, s, t, target_logit), None
+
+    B, T = targets.shape
+    init = (jnp.full((B, T), _NEG, jnp.float32), jnp.zeros((B, T), jnp.float32))
+    init = (*init, jnp.zeros((B, T), jnp.float32), jnp.zeros((B, T), jnp.float32))
+    starts = jnp.arange(n_chunks, dtype=jnp.int32) * C
+    (m, s, t, target_logit), _ = jax.lax.scan(body, init, (w_chunks, starts))
+    lse = m + jnp.log(s)  # [B, T]
+    logp = target_logit - lse
+    entropy = lse - t / s if with_entropy else None
+    return logp, entropy
+
+
+def _shift_right(x: jax.Array) -> jax.Array:
+    """[B, T] predictions of the next token -> aligned with the token they predict."""
+    return jnp.pad(x[:, :-1], ((0, 0), (1, 0)))
+
+
+def sequence_logprobs(
+    params,
+    cfg: DecoderConfig,
+    tokens: jax.Array,
+    token_mask: jax.Array,
+    *,
+    temperature: float = 1.0,
+    chunk: int = 4096,
+    with_entropy: bool = False,
+    mesh=None,
+    rules=None,
+) -> tuple[jax.Array, jax.Array | None]:
+    """Log-probs [B, T] (and entropies [B, T]) of each token given its prefix.
+
+    tokens, token_mask: [B, T]; padding (left, right or in between) is excluded from attention
+    and from positions, so a padded row scores exactly as it would unpadded.
+    """
+    positions = decoder.positions_from_mask(token_mask)
+    hidden, _ = decoder.forward_hidden(
+        params, tokens, positions, cfg, token_mask=token_mask, mesh=mesh, rules=rules
+    )  # [B, T, D]
+    hidden = constrain(hidden, ("batch", "seq", None), mesh, rules)
+    next_tokens = jnp.roll(tokens, -1, axis=1)  # [B, T]: target of position t is token t+1
+    logp, entropy = chunked_logprobs(
+        hidden,
+        decoder.unembedding(params, cfg),
+        next_tokens,
+        temperature=temperature,
+        chunk=chunk,
+        with_entropy=with_entropy,
+        mesh=mesh,
+        rules=rules,
+    )
+    logp = _shift_right(logp)
+    if entropy is not None:
+        entropy = _shift_right(entropy)
+    return logp, entropy
+
+
+def make_logprob_fn(cfg: DecoderConfig, *, temperature=1.0, chunk=4096, mesh=None, rules=None):
+    """A jitted (params, tokens, token_mask) -> logp [B, T]: old and reference log-probs."""
+
+    @jax.jit
+    def fn(params, tokens, token_mask):
+        logp, _ = sequence_logprobs(
+            params,
+            cfg,
+            tokens,
+            token_mask,
+            temperature=temperature,
+            chunk=chunk,
+            mesh=mesh,
+            rules=rules,
+        )
+        return logp
+
+    return fn
+
+
+__all__ = ["chunked_logprobs", "sequence_logprobs", "make_logprob_fn"]

@@ -1,0 +1,323 @@
+"""The sharded train step: micro-batches accumulated with `lax.scan`, one optimizer update.
+
+    step = TrainStep(objective, optimizer, denominator=..., num_micro_batches=4,
+                     mesh=mesh, state_shardings=shardings)
+    state, metrics = step(state, batch)
+
+An *objective* is `(params, micro_batch) -> (loss_sum, metric_sums)`: a sum over the micro-batch,
+not a mean. The *denominator* is computed once from the whole batch (all micro-batches, all
+devices) before the scan, so sum(grad(loss_sum_i)) / denominator is exactly the full-batch
+gradient, whatever the micro-batching or the data-parallel layout.
+
+Micro-batch i takes rows i, i + M, i + 2M, ... (a strided split), so that when the batch is
+sharded over devices along its rows, every micro-batch stays evenly sharded with no resharding.
+An update whose gradient norm is not finite is skipped (params and optimizer state unchanged)
+and counted in `TrainState.skipped`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from memjax.models.config import DecoderConfig
+from memjax.parallel import TRAIN_RULES, constrain, named_sharding, normalize_rules, param_shardings
+from memjax.rl import losses
+from memjax.rl.critic import critic_values
+from memjax.rl.logprobs import sequence_logprobs
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class TrainState:
+    params: Any
+    opt_state: Any
+    step: jax.Array  # [] int32: updates applied
+    skipped: jax.Array  # [] int32: updates skipped for non-finite gradients
+
+
+def init_train_state(params, optimizer: optax.GradientTransformation, shardings=None):
+    """A fresh TrainState; with `shardings` (from `train_state_shardings`) it is laid out on the
+    mesh, the optimizer moments sharded like their parameters."""
+    if shardings is None:
+        opt_state = optimizer.init(params)
+        return TrainState(params, opt_state, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
+    params = jax.device_put(params, shardings.params)
+    opt_state = jax.jit(optimizer.init, out_shardings=shardings.opt_state)(params)
+    # Two distinct buffers: the step donates the state, and one buffer cannot be donated twice.
+    step, skipped = (jax.device_put(jnp.zeros((), jnp.int32), shardings.step) for _ in range(2))
+    return TrainState(params, opt_state, step, skipped)
+
+
+def train_state_shardings(abstract, optimizer, mesh: Mesh, rules=TRAIN_RULES) -> TrainState:
+    """NamedShardings for a TrainState over `abstract` (an ArrayInfo tree). Optimizer leaves that
+    mirror a parameter get its sharding; counters and scalars are replicated."""
+    ps = param_shardings(abstract, mesh, rules)
+    replicated = NamedSharding(mesh, PartitionSpec())
+    shapes = jax.tree.map(
+        lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype),
+        abstract,
+        is_leaf=lambda x: hasattr(x, "logical_axes"),
+    )
+    opt_shapes = jax.eval_shape(optimizer.init, shapes)
+    os = optax.tree_map_params(
+        optimizer,
+        lambda _, s: s,
+        opt_shapes,
+        ps,
+        transform_non_params=lambda _: replicated,
+        is_leaf=lambda x: isinstance(x, NamedSharding),
+    )
+    return TrainState(ps, os, replicated, replicated)
+
+
+# ------------------------------------------------------------------------------ accumulation
+
+
+def _split(x: jax.Array, m: int) -> jax.Array:
+    """[B, ...] -> [M, B/M, ...] with micro-batch i holding rows i, i+M, ... (strided)."""
+    if x.shape[0] % m:
+        raise ValueError(f"batch of {x.shape[0]} rows does not split into {m} micro-batches")
+    return jnp.swapaxes(x.reshape(x.shape[0] // m, m, *x.shape[1:]), 0, 1)
+
+
+def _reduce_metric(name: str, stacked: jax.Array) -> jax.Array:
+    if name.endswith("_max"):
+        return stacked.max()
+    if name.endswith("_min"):
+        return stacked.min()
+    return stacked.sum()
+
+
+def _batch_axes(x) -> tuple:
+    return ("batch", "seq")[: x.ndim] + (None,) * max(0, x.ndim - 2)
+
+
+def accumulate_gradients(
+    objective: Callable,
+    params,
+    batch: dict,
+    denominator: jax.Array,
+    num_micro_batches: int = 1,
+    mesh: Mesh | None = None,
+    rules=None,
+):
+    """(grads of sum(loss_sum) / denominator, reduced metric sums) over M micro-batches."""
+    micro = jax.tree.map(lambda x: _split(x, num_micro_batches), batch)
+    grad_fn = jax.value_and_grad(objective, has_aux=True)
+
+    def body(acc, mb):
+        mb = jax.tree.map(lambda x: constrain(x, _batch_axes(x), mesh, rules), mb)
+        (_, metrics), grads = grad_fn(params, mb)
+        return jax.tree.map(jnp.add, acc, grads), metrics
+
+    zeros = jax.tree.map(jnp.zeros_like, params)
+    grads, stacked = jax.lax.scan(body, zeros, micro)
+    scale = 1.0 / jnp.maximum(denominator, 1.0)
+    grads = jax.tree.map(lambda g: (g * scale).astype(g.dtype), grads)
+    metrics = {k: _reduce_metric(k, v) for k, v in stacked.items()}
+    return grads, metrics
+
+
+class TrainStep:
+    """A jitted `(state, batch) -> (state, metrics)`; one compiled program per batch layout."""
+
+    def __init__(
+        self,
+        objective: Callable,
+        optimizer: optax.GradientTransformation,
+        *,
+        denominator: Callable[[dict], jax.Array],
+        finalize: Callable[[dict, jax.Array], dict],
+        num_micro_batches: int = 1,
+        mesh: Mesh | None = None,
+        rules=TRAIN_RULES,
+        state_shardings: TrainState | None = None,
+        donate: bool = True,
+    ):
+        self.objective = objective
+        self.optimizer = optimizer
+        self.denominator = denominator
+        self.finalize = finalize
+        self.num_micro_batches = num_micro_batches
+        self.mesh = mesh
+        self.rules = normalize_rules(rules)
+        self.state_shardings = state_shardings
+        self.donate = donate
+        self._compiled: dict = {}
+
+    def _step(self, state: TrainState, batch: dict):
+        den = self.denominator(batch)
+        grads, sums = accumulate_gradients(
+            self.objective,
+            state.params,
+            batch,
+            den,
+            self.num_micro_batches,
+            self.mesh,
+            self.rules if self.mesh is not None else None,
+        )
+        grad_norm = optax.global_norm(grads)
+        finite = jnp.isfinite(grad_norm)
+        updates, opt_state = self.optimizer.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(finite, n, o), new, old)
+        new_state = TrainState(
+            params=keep(params, state.params),
+            opt_state=keep(opt_state, state.opt_state),
+            step=state.step + finite.astype(jnp.int32),
+            skipped=state.skipped + (~finite).astype(jnp.int32),
+        )
+        metrics = self.finalize(sums, den)
+        metrics.update(grad_norm=grad_norm, skipped_update=(~finite).astype(jnp.float32))
+        return new_state, metrics
+
+    def _jitted(self, batch: dict):
+        key = tuple(sorted((k, v.ndim) for k, v in batch.items()))
+        if key not in self._compiled:
+            donate = (0,) if self.donate else ()
+            if self.mesh is None:
+                fn = jax.jit(self._step, donate_argnums=donate)
+            else:
+                batch_sh = {
+                    k: named_sharding(self.mesh, self.rules, _batch_axes(v), v.shape)
+                    for k, v in batch.items()
+                }
+                replicated = NamedSharding(self.mesh, PartitionSpec())
+                fn = jax.jit(
+                    self._step,
+                    in_shardings=(self.state_shardings, batch_sh),
+                    out_shardings=(self.state_shardings, replicated),
+                    donate_argnums=donate,
+                )
+            self._compiled[key] = fn
+        return self._compiled[key]
+
+    def __call__(self, state: TrainState, batch: dict):
+        batch = {k: jnp.asarray(v) for k, v in batch.items()}
+        return self._jitted(batch)(state, batch)
+
+
+# ------------------------------------------------------------------------------ objectives
+
+
+def finalize_policy_metrics(sums: dict, den: jax.Array) -> dict:
+    per_row = {"loss", "pg_loss", "kl", "entropy"}
+    tokens = jnp.maximum(sums["tokens"], 1.0)
+    out = {k: sums[k] / jnp.maximum(den, 1.0) for k in per_row if k in sums}
+    for k in ("clip_frac", "dual_clip_frac", "ratio_mean", "sampler_gap"):
+        if k in sums:
+            out[k] = sums[k] / tokens
+    out["ratio_std"] = jnp.sqrt(jnp.maximum(sums["ratio_sq"] / tokens - out["ratio_mean"] ** 2, 0))
+    out["ratio_max"] = sums["ratio_max"]
+    out["ratio_min"] = sums["ratio_min"]
+    out["tokens"] = sums["tokens"]
+    return out
+
+
+def policy_train_step(
+    cfg: DecoderConfig,
+    loss_cfg: losses.PolicyLossConfig,
+    optimizer: optax.GradientTransformation,
+    *,
+    temperature: float = 1.0,
+    vocab_chunk: int = 4096,
+    num_micro_batches: int = 1,
+    mesh: Mesh | None = None,
+    rules=TRAIN_RULES,
+    state_shardings: TrainState | None = None,
+    donate: bool = True,
+) -> TrainStep:
+    """The GRPO / PPO actor step. Batch: tokens, token_mask, loss_mask, advantages, old_logp
+    ([B, T] each), ref_logp when loss_cfg.kl_coef > 0, optionally sampler_logp (for the gap)."""
+    model_rules = normalize_rules(rules) if mesh is not None else None
+
+    def objective(params, mb):
+        logp, entropy = sequence_logprobs(
+            params,
+            cfg,
+            mb["tokens"],
+            mb["token_mask"],
+            temperature=temperature,
+            chunk=vocab_chunk,
+            with_entropy=True,
+            mesh=mesh,
+            rules=model_rules,
+        )
+        return losses.policy_objective(logp, entropy, mb, loss_cfg)
+
+    return TrainStep(
+        objective,
+        optimizer,
+        denominator=lambda b: losses.aggregate_denominator(b["loss_mask"], loss_cfg.agg_mode),
+        finalize=finalize_policy_metrics,
+        num_micro_batches=num_micro_batches,
+        mesh=mesh,
+        rules=rules,
+        state_shardings=state_shardings,
+        donate=donate,
+    )
+
+
+def critic_train_step(
+    cfg: DecoderConfig,
+    optimizer: optax.GradientTransformation,
+    *,
+    value_clip: float | None = 0.2,
+    num_micro_batches: int = 1,
+    mesh: Mesh | None = None,
+    rules=TRAIN_RULES,
+    state_shardings: TrainState | None = None,
+    donate: bool = True,
+) -> TrainStep:
+    """The PPO critic step (token-mean clipped value loss). Batch: tokens, token_mask, loss_mask,
+    old_values, returns ([B, T] each)."""
+    model_rules = normalize_rules(rules) if mesh is not None else None
+
+    def objective(params, mb):
+        values = critic_values(
+            params, cfg, mb["tokens"], mb["token_mask"], mesh=mesh, rules=model_rules
+        )
+        loss, clipped = losses.value_loss(values, mb["old_values"], mb["returns"], value_clip)
+        mask = mb["loss_mask"]
+        tok = lambda x: losses.aggregate_sum(x.astype(jnp.float32), mask, "token-mean")
+        total = tok(loss)
+        return total, {
+            "value_loss": total,
+            "value_clip_frac": tok(clipped),
+            "value_mean": tok(jax.lax.stop_gradient(values)),
+        }
+
+    def finalize(sums, den):
+        d = jnp.maximum(den, 1.0)
+        return {k: v / d for k, v in sums.items()}
+
+    return TrainStep(
+        objective,
+        optimizer,
+        denominator=lambda b: losses.aggregate_denominator(b["loss_mask"], "token-mean"),
+        finalize=finalize,
+        num_micro_batches=num_micro_batches,
+        mesh=mesh,
+        rules=rules,
+        state_shardings=state_shardings,
+        donate=donate,
+    )
+
+
+__all__ = [
+    "TrainState",
+    "TrainStep",
+    "init_train_state",
+    "train_state_shardings",
+    "accumulate_gradients",
+    "policy_train_step",
+    "critic_train_step",
+    "finalize_policy_metrics",
+]
