@@ -15,6 +15,6 @@ def get_config() -> ConfigDict:
     config.output = "/tmp/memjax_index"  # empty: WORKDIR/index
     config.kind = "scann"  # or "exact"
     config.encoder = ConfigDict({"source": "packaged:minilm", "layout": "", "batch_size": 64})
-    # 0: derive from the corpus size (about sqrt(N) leaves, 5% of them searched).
+    # 0: derive from the corpus size (about sqrt(N) leaves; 5% of them, at least 10, searched).
     config.scann = ConfigDict({"num_leaves": 0, "leaves_to_search": 0, "reorder": 200})
     return config

@@ -25,7 +25,7 @@ class ScannParams:
     """Build and search settings; None means 'derive from the number of points N'."""
 
     num_leaves: int | None = None  # default: about sqrt(N)
-    leaves_to_search: int | None = None  # default: about 5% of the leaves
+    leaves_to_search: int | None = None  # default: 5% of the leaves, at least 10
     training_sample_size: int = 100_000  # k-means and codebook training points
     dims_per_block: int = 2  # AH: 2 dims per 4-bit code (ScaNN's recommended setting)
     anisotropic_threshold: float = 0.2  # AH's anisotropic quantization threshold (for MIPS)
@@ -35,7 +35,8 @@ class ScannParams:
     def leaves_for(self, n: int) -> tuple[int, int]:
         leaves = self.num_leaves or max(2, int(round(math.sqrt(n))))
         leaves = max(1, min(leaves, n))
-        search = self.leaves_to_search or max(1, math.ceil(0.05 * leaves))
+        # 5% of the leaves, but at least 10: small indexes need a larger share for recall.
+        search = self.leaves_to_search or max(math.ceil(0.05 * leaves), 10)
         return leaves, min(search, leaves)
 
 
