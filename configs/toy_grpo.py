@@ -1,0 +1,50 @@
+"""Toy GRPO: a tiny random decoder learns to repeat the target token of its prompt (CPU, <3 min).
+
+python -m memjax.launch --config=configs/toy_grpo.py --workdir=/tmp/toy_grpo
+"""
+
+from ml_collections import ConfigDict
+
+
+def get_config() -> ConfigDict:
+    c = ConfigDict()
+    c.job = "rl.train"
+    c.algo = "grpo"
+    c.seed = 0
+    c.model = ConfigDict(
+        dict(vocab_size=16, embed_dim=64, mlp_dim=128, num_layers=2, num_heads=4, num_kv_heads=2)
+    )
+    c.task = ConfigDict(dict(num_targets=8, length=6))
+    c.num_steps = 40
+    c.prompts_per_step = 16
+    c.group_size = 8
+    c.epochs = 1
+    c.mini_batches = 2
+    c.micro_batches = 1
+    c.seq_len = 8  # 2 prompt + 6 completion tokens
+    c.vocab_chunk = 16
+    c.old_logprobs = "trainer"  # recompute (the sampler's are logged as the gap metric)
+    c.sampling = ConfigDict(dict(temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=6))
+    c.loss = ConfigDict(
+        dict(
+            eps_low=0.2,
+            eps_high=0.28,
+            dual_clip=3.0,
+            kl_coef=0.001,
+            kl_kind="k3",
+            entropy_coef=0.0,
+            agg_mode="token-mean",
+        )
+    )
+    c.advantage = ConfigDict(dict(scaling="group", ddof=1, epsilon=1e-6))
+    c.optimizer = ConfigDict(
+        dict(learning_rate=3e-3, warmup_steps=2, schedule="constant", weight_decay=0.0)
+    )
+    c.eval_every = 10
+    c.checkpoint_every = 10
+    c.keep_last = 2
+    c.keep_best = 1
+    c.plot_every = 5
+    c.mesh = None
+    c.stop_after = None
+    return c

@@ -1,0 +1,153 @@
+"""The rollout loop over an environment, and the packing of its trajectories into a train batch.
+
+    trajectories = run_episodes(env, examples, group_size, generate, rng)
+    batch = pack(trajectories, seq_len, pad_id)       # numpy arrays [B, T]
+
+`generate(prompts: list[list[int]], rng) -> list[Completion]` is the sampler (the trainer wraps
+`memjax.sampling.sampler.sample`). Each turn, every unfinished episode's current context is sent
+to the sampler as one prompt; completions go back to the environment, which ends the episode,
+appends an observation, or starts a new context (see `memjax.rl.environment`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from memjax.rl.environment import Environment
+
+
+@dataclasses.dataclass
+class Completion:
+    tokens: list[int]  # generated ids, including a final EOS when the model emitted one
+    logprobs: list[float]  # sampler log-probs of `tokens`, at the sampling temperature
+    stop_reason: str = "eos"
+
+
+@dataclasses.dataclass
+class Context:
+    """One training row: token ids, which ones are trainable, and their sampler log-probs."""
+
+    tokens: list[int] = dataclasses.field(default_factory=list)
+    trainable: list[bool] = dataclasses.field(default_factory=list)
+    logprobs: list[float] = dataclasses.field(default_factory=list)
+
+    def extend(self, tokens: Sequence[int], trainable: bool, logprobs=None):
+        self.tokens.extend(int(t) for t in tokens)
+        self.trainable.extend([trainable] * len(tokens))
+        self.logprobs.extend(list(logprobs) if logprobs is not None else [0.0] * len(tokens))
+
+
+@dataclasses.dataclass
+class Trajectory:
+    group: int  # index of the example (the GRPO group)
+    contexts: list[Context]
+    reward: float = 0.0
+    turns: int = 0
+    completion_tokens: int = 0
+    info: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
+Generate = Callable[[list[list[int]], jax.Array], list[Completion]]
+
+
+def run_episodes(
+    env: Environment,
+    examples: Sequence[Any],
+    group_size: int,
+    generate: Generate,
+    rng: jax.Array,
+    eos_ids: Sequence[int] = (),
+) -> list[Trajectory]:
+    """G episodes per example, run turn by turn in lock-step batches. Returns N = len(examples)
+    * G trajectories, ordered example by example (contiguous groups).
+
+    The EOS token stays in the context as a trainable token (stopping is a decision the policy
+    learns); the environment sees the completion without it."""
+    eos = set(int(e) for e in eos_ids)
+    trajs, states = [], []
+    for g, example in enumerate(examples):
+        for _ in range(group_size):
+            state, prompt = env.reset(example)
+            ctx = Context()
+            ctx.extend(prompt, trainable=False)
+            trajs.append(Trajectory(group=g, contexts=[ctx]))
+            states.append(state)
+    active = list(range(len(trajs)))
+    for turn in range(env.max_turns):
+        if not active:
+            break
+        prompts = [trajs[i].contexts[-1].tokens for i in active]
+        outs = generate(prompts, jax.random.fold_in(rng, turn))
+        still = []
+        for i, out in zip(active, outs):
+            tr = trajs[i]
+            tr.contexts[-1].extend(out.tokens, trainable=True, logprobs=out.logprobs)
+            tr.turns += 1
+            tr.completion_tokens += len(out.tokens)
+            text = list(out.tokens)
+            if text and text[-1] in eos:
+                text = text[:-1]
+            states[i], res = env.step(states[i], text, out.stop_reason)
+            for k, v in res.info.items():
+                tr.info[k] = tr.info.get(k, 0.0) + float(v)
+            if res.done:
+                tr.reward = float(res.reward)
+                continue
+            if res.next_context is not None:
+                ctx = Context()
+                ctx.extend(res.next_context, trainable=False)
+                tr.contexts.append(ctx)
+            if res.observation:
+                tr.contexts[-1].extend(res.observation, trainable=False)
+            still.append(i)
+        active = still
+    for i in active:  # cut off at max_turns
+        trajs[i].reward = float(env.truncated_reward(states[i]))
+        trajs[i].info["truncated"] = 1.0
+    return trajs
+
+
+def pack(
+    trajectories: Sequence[Trajectory],
+    seq_len: int,
+    pad_id: int = 0,
+    row_multiple: int = 1,
+) -> dict[str, np.ndarray]:
+    """One row per context, right-padded to seq_len; rows padded (empty) to a multiple.
+
+    Returns tokens, token_mask, loss_mask, sampler_logp [B, T] and trajectory [B] (index into
+    `trajectories`, -1 for padding rows). A context longer than seq_len is cut (its tail loses
+    training signal, counted in `truncated_rows`).
+    """
+    rows = [(i, c) for i, t in enumerate(trajectories) for c in t.contexts]
+    B = -(-max(len(rows), 1) // row_multiple) * row_multiple
+    tokens = np.full((B, seq_len), pad_id, np.int32)
+    token_mask = np.zeros((B, seq_len), bool)
+    loss_mask = np.zeros((B, seq_len), bool)
+    logp = np.zeros((B, seq_len), np.float32)
+    traj = np.full((B,), -1, np.int32)
+    cut = 0
+    for r, (i, c) in enumerate(rows):
+        n = min(len(c.tokens), seq_len)
+        cut += len(c.tokens) > seq_len
+        tokens[r, :n] = c.tokens[:n]
+        token_mask[r, :n] = True
+        loss_mask[r, :n] = c.trainable[:n]
+        logp[r, :n] = c.logprobs[:n]
+        traj[r] = i
+    return {
+        "tokens": tokens,
+        "token_mask": token_mask,
+        "loss_mask": loss_mask,
+        "sampler_logp": logp,
+        "trajectory": traj,
+        "truncated_rows": np.int32(cut),
+    }
+
+
+__all__ = ["Completion", "Context", "Trajectory", "Generate", "run_episodes", "pack"]
