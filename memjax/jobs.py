@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 JOBS: dict[str, str] = {
     "model.generate": "memjax.sampling.demo:generate_job",
+    "rl.train": "memjax.rl.toy:train_job",
     "index.build": "memjax.memory.corpus:build_index_job",
     "retriever.serve": "memjax.memory.server:serve_job",
 }
