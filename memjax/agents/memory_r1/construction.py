@@ -1,0 +1,166 @@
+"""Memory construction for any policy: dialogue turns -> memory banks, with provenance.
+
+    streams = [conversation_stream(c) for c in conversations]
+    result = build_banks(streams, fact_policy, manager_policy, embedder)
+    result.banks[i]        # MemoryBank of stream i (owners: the speakers)
+    result.traces[i]       # per turn: facts, manager output, ops and their outcomes
+
+Per turn (MR1-v5 Alg. 3): the fact extractor reads the turn (after a few preceding turns for
+context) and writes {"facts": [...]}; the speaker's related memories (top 10) and the facts go
+to the memory manager, whose JSON operations are applied to the bank, each op logged with the
+turn's dia_id and the manager's raw output. Facts do not depend on the bank, so every turn's
+facts are extracted up front in large batches; the manager then walks the streams turn by
+turn, all streams advancing together in one batched generation call per turn. A turn without
+facts costs no manager call (Mem0 also skips the update then).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Sequence
+
+from tqdm import tqdm
+
+from memjax.agents.memory_r1.bank_ops import apply_manager_ops, related_memories
+from memjax.agents.memory_r1.fact_parser import parse_facts
+from memjax.agents.memory_r1.fact_prompt import render_fact_messages
+from memjax.agents.memory_r1.id_map import IdMap
+from memjax.agents.memory_r1.manager_parser import parse_manager_output
+from memjax.agents.memory_r1.manager_prompt import render_manager_prompt
+from memjax.agents.memory_r1.policy import ChatPolicy
+from memjax.data.locomo_types import Conversation
+from memjax.memory.bank import MemoryBank
+from memjax.memory.ops import Provenance
+
+
+@dataclasses.dataclass(frozen=True)
+class StreamTurn:
+    """One dialogue turn as memory construction sees it."""
+
+    speaker: str
+    dia_id: str
+    text: str  # with the image caption appended when the turn shares a photo
+    date: str  # the session's date_time: the timestamp of memories made from this turn
+
+
+@dataclasses.dataclass(frozen=True)
+class ConstructionSettings:
+    related_k: int = 10  # memories of the speaker shown to the manager
+    fact_context_turns: int = 1  # preceding turns the fact extractor sees for context
+
+
+@dataclasses.dataclass
+class TurnTrace:
+    """What happened at one turn (JSON-able; the audit trail next to the bank's op log)."""
+
+    dia_id: str
+    speaker: str
+    fact_output: str
+    facts: list[str]
+    manager_output: str | None = None  # None: no facts, no manager call
+    ops: list[dict] = dataclasses.field(default_factory=list)  # op, id, text, accepted, reason
+    rejected: dict[str, int] = dataclasses.field(default_factory=dict)  # parser rejections
+
+
+@dataclasses.dataclass
+class BuildResult:
+    banks: list[MemoryBank]
+    traces: list[list[TurnTrace]]
+    counters: Counter  # fact/manager parse outcomes and bank results, summed over streams
+
+
+def conversation_stream(conversation: Conversation) -> list[StreamTurn]:
+    return [
+        StreamTurn(t.speaker, t.dia_id, t.display_text(), s.date_time)
+        for s, t in conversation.turns()
+    ]
+
+
+def fact_messages(stream: Sequence[StreamTurn], i: int, context_turns: int) -> list[dict]:
+    """The fact extractor's chat for turn i of a stream (preceding turns first)."""
+    window = stream[max(0, i - context_turns) : i + 1]
+    return render_fact_messages([(t.speaker, t.text) for t in window], stream[i].date)
+
+
+def manager_messages(bank: MemoryBank, facts: Sequence[str], owner: str, k: int):
+    """(chat messages, IdMap) of one manager call over the owner's related memories."""
+    related = related_memories(bank, facts, owner, k)
+    ids = IdMap.from_memories([(e.id, e.text) for e in related])
+    prompt = render_manager_prompt(ids.prompt_entries(), facts)
+    return [{"role": "user", "content": prompt}], ids
+
+
+def extract_facts(
+    streams: Sequence[Sequence[StreamTurn]],
+    fact_policy: ChatPolicy,
+    settings: ConstructionSettings = ConstructionSettings(),
+) -> tuple[list[list[str]], list[list[list[str]]], Counter]:
+    """Every turn's (raw output, parsed facts), [stream][turn], in one policy call."""
+    where = [(s, i) for s, stream in enumerate(streams) for i in range(len(stream))]
+    prompts = [fact_messages(streams[s], i, settings.fact_context_turns) for s, i in where]
+    outputs = fact_policy(prompts) if prompts else []
+    raw: list[list[str]] = [[""] * len(stream) for stream in streams]
+    facts: list[list[list[str]]] = [[[] for _ in stream] for stream in streams]
+    counters: Counter = Counter()
+    for (s, i), text in zip(where, outputs):
+        parsed = parse_facts(text)
+        raw[s][i], facts[s][i] = text, list(parsed.facts)
+        counters[f"facts_json_{parsed.json_status}"] += 1
+        counters["facts_total"] += len(parsed.facts)
+        counters["facts_rejected"] += parsed.rejected
+    return raw, facts, counters
+
+
+def build_banks(
+    streams: Sequence[Sequence[StreamTurn]],
+    fact_policy: ChatPolicy,
+    manager_policy: ChatPolicy,
+    embedder,
+    settings: ConstructionSettings = ConstructionSettings(),
+    *,
+    banks: Sequence[MemoryBank] | None = None,
+    progress: bool = False,
+) -> BuildResult:
+    """Builds (or extends, when `banks` are given) one bank per stream, turn by turn."""
+    banks = list(banks) if banks is not None else [MemoryBank(embedder) for _ in streams]
+    if len(banks) != len(streams):
+        raise ValueError(f"{len(streams)} streams but {len(banks)} banks")
+    raw, facts, counters = extract_facts(streams, fact_policy, settings)
+    traces = [
+        [TurnTrace(t.dia_id, t.speaker, raw[s][i], facts[s][i]) for i, t in enumerate(stream)]
+        for s, stream in enumerate(streams)
+    ]
+    steps = range(max((len(s) for s in streams), default=0))
+    for i in tqdm(steps, desc="memory construction", unit="turn", disable=not progress):
+        active = [s for s, stream in enumerate(streams) if i < len(stream) and facts[s][i]]
+        calls = [
+            manager_messages(banks[s], facts[s][i], streams[s][i].speaker, settings.related_k)
+            for s in active
+        ]
+        outputs = manager_policy([messages for messages, _ in calls]) if calls else []
+        for s, (_, ids), text in zip(active, calls, outputs):
+            turn, trace = streams[s][i], traces[s][i]
+            parsed = parse_manager_output(text, ids)
+            counters.update(f"manager_{k}" for k in parsed.counts().elements())
+            results = apply_manager_ops(
+                banks[s],
+                parsed.ops,
+                owner=turn.speaker,
+                timestamp=turn.date,
+                provenance=Provenance(source_turn=turn.dia_id, model_output=text),
+            )
+            trace.manager_output = text
+            trace.rejected = dict(Counter(r.reason for r in parsed.rejections))
+            for op, result in zip(parsed.ops, results):
+                counters["bank_accepted" if result.accepted else f"bank_{result.reason}"] += 1
+                trace.ops.append(
+                    {
+                        "op": op.op,
+                        "id": result.id,
+                        "text": op.text,
+                        "accepted": result.accepted,
+                        "reason": result.reason,
+                    }
+                )
+    return BuildResult(banks, traces, counters)

@@ -1,0 +1,183 @@
+"""Temporal memory-bank snapshots for training the memory manager, built once and cached.
+
+For each training question and each turn in its evidence, a teacher model builds the bank
+from the `window` turns before that turn (MR1-v5 App. B.2 says the preceding 24 turns, its
+Alg. 1 says 50; memjax defaults to 24 and the configs say which they use), and extracts the
+facts of the evidence turn itself. The manager is then trained on (snapshot, facts): its ops
+are applied to the snapshot, and a frozen answer agent answers the question over the result.
+
+    examples, stats = build_manager_examples(conversations, qa_items, teacher_facts,
+                                             teacher_manager, embedder, cache_dir,
+                                             window=24, teacher="gpt-4o-mini")
+
+Cache layout: cache_dir/<teacher>-w<window>-c<fact context>/<conversation>/<dia_id>/, an
+atomic snapshot directory (memjax.memory.atomic) holding the bank's files and `turn.json`
+(the evidence turn, its facts, the teacher's raw output, the construction trace). A turn
+whose snapshot exists is never rebuilt, so a killed build resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from memjax.agents.memory_r1.construction import (
+    ConstructionSettings,
+    StreamTurn,
+    build_banks,
+    conversation_stream,
+    fact_messages,
+)
+from memjax.agents.memory_r1.fact_parser import parse_facts
+from memjax.agents.memory_r1.policy import ChatPolicy
+from memjax.data.locomo_types import Conversation
+from memjax.memory.atomic import atomic_save, latest_snapshot
+from memjax.memory.bank import BankSnapshot, MemoryBank
+from memjax.memory.bank_io import read_snapshot, write_snapshot
+
+DEFAULT_WINDOW = 24  # App. B.2's text; Alg. 1 says 50
+
+
+@dataclasses.dataclass(frozen=True)
+class ManagerExample:
+    """One manager-training episode: a question and one of its evidence turns."""
+
+    uid: str  # "<conversation>/<qa index>@<dia_id>"
+    question: str
+    gold: str
+    category: int
+    speaker_a: str
+    speaker_b: str
+    turn: StreamTurn  # the evidence turn the manager processes
+    facts: tuple[str, ...]  # the teacher's facts of that turn
+    snapshot: str  # directory of the cached snapshot (bank before the turn)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "x"
+
+
+def cache_root(cache_dir: str | Path, teacher: str, window: int, context: int) -> Path:
+    return Path(cache_dir) / f"{_slug(teacher)}-w{window}-c{context}"
+
+
+def snapshot_root(root: Path, conversation_id: str, dia_id: str) -> Path:
+    return root / _slug(conversation_id) / _slug(dia_id)
+
+
+def is_cached(root: Path) -> bool:
+    try:
+        latest_snapshot(root)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def read_cached(root: str | Path) -> tuple[BankSnapshot, int, dict]:
+    """(bank snapshot, embedding dim, turn.json) of a cached snapshot."""
+    directory = latest_snapshot(root)
+    snap, dim = read_snapshot(directory)
+    meta = json.loads((directory / "turn.json").read_text())
+    return snap, dim, meta
+
+
+def _write(bank: MemoryBank, meta: dict, root: Path) -> None:
+    snap = bank.snapshot()
+
+    def writer(directory: Path) -> None:
+        write_snapshot(snap, bank.dim, directory)
+        (directory / "turn.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1))
+
+    atomic_save(root, writer)
+
+
+def build_manager_examples(
+    conversations: Sequence[Conversation],
+    items: Sequence[tuple[str, object]],
+    teacher_facts: ChatPolicy,
+    teacher_manager: ChatPolicy,
+    embedder,
+    cache_dir: str | Path,
+    *,
+    teacher: str,
+    window: int = DEFAULT_WINDOW,
+    settings: ConstructionSettings = ConstructionSettings(),
+    progress: bool = False,
+) -> tuple[list[ManagerExample], Counter]:
+    """`items`: (conversation id, QA item) pairs. Builds the missing snapshots (all at once,
+    batched), then returns one example per (question, evidence turn) with facts, and counts
+    (built, cached, evidence ids not in the conversation, turns without facts)."""
+    if window < 0:
+        raise ValueError(f"window must be >= 0, got {window}")
+    by_id = {c.sample_id: c for c in conversations}
+    root = cache_root(cache_dir, teacher, window, settings.fact_context_turns)
+    stats: Counter = Counter()
+    wanted: dict[tuple[str, str], tuple[list[StreamTurn], int]] = {}
+    pairs: list[tuple[str, object, str]] = []
+    for conv_id, qa in items:
+        if conv_id not in by_id:
+            raise ValueError(f"question {qa.index} names conversation {conv_id!r}, not loaded")
+        stream = conversation_stream(by_id[conv_id])
+        position = {t.dia_id: i for i, t in enumerate(stream)}
+        for dia_id in qa.evidence:
+            if dia_id not in position:
+                stats["evidence_missing"] += 1
+                continue
+            pairs.append((conv_id, qa, dia_id))
+            wanted.setdefault((conv_id, dia_id), (stream, position[dia_id]))
+
+    todo = {key: value for key, value in wanted.items() if not is_cached(snapshot_root(root, *key))}
+    stats["snapshots_cached"] = len(wanted) - len(todo)
+    stats["snapshots_built"] = len(todo)
+    if todo:
+        keys = list(todo)
+        windows = [todo[k][0][max(0, todo[k][1] - window) : todo[k][1]] for k in keys]
+        built = build_banks(
+            windows, teacher_facts, teacher_manager, embedder, settings, progress=progress
+        )
+        # The evidence turn's own facts, with the same preceding context the extractor uses.
+        prompts = [fact_messages(todo[k][0], todo[k][1], settings.fact_context_turns) for k in keys]
+        outputs = teacher_facts(prompts)
+        for key, turns, bank, trace, output in zip(
+            keys, windows, built.banks, built.traces, outputs
+        ):
+            stream, i = todo[key]
+            meta = {
+                "conversation_id": key[0],
+                "turn": dataclasses.asdict(stream[i]),
+                "facts": list(parse_facts(output).facts),
+                "fact_output": output,
+                "teacher": teacher,
+                "window": window,
+                "window_turns": [t.dia_id for t in turns],
+                "trace": [dataclasses.asdict(t) for t in trace],
+            }
+            _write(bank, meta, snapshot_root(root, *key))
+
+    examples = []
+    for conv_id, qa, dia_id in pairs:
+        conv = by_id[conv_id]
+        path = snapshot_root(root, conv_id, dia_id)
+        meta = json.loads((latest_snapshot(path) / "turn.json").read_text())
+        if not meta["facts"]:
+            stats["turn_without_facts"] += 1
+            continue
+        examples.append(
+            ManagerExample(
+                uid=f"{conv_id}/{qa.index}@{dia_id}",
+                question=qa.question,
+                gold=qa.answer if qa.answer is not None else "",
+                category=qa.category,
+                speaker_a=conv.speaker_a,
+                speaker_b=conv.speaker_b,
+                turn=StreamTurn(**meta["turn"]),
+                facts=tuple(meta["facts"]),
+                snapshot=str(path),
+            )
+        )
+    stats["examples"] = len(examples)
+    return examples, stats
