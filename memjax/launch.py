@@ -6,6 +6,9 @@
 The config file's `get_config()` returns an `ml_collections.ConfigDict` whose `job` field names a
 job in `memjax.jobs.JOBS`. Every field can be overridden with `--config.a.b=value`; the config is
 locked, so a misspelt field is an error rather than a silent new field.
+
+Under a multi-process launcher (Slurm, a TPU pod, launch/*.sh) the launcher first starts JAX's
+distributed runtime (`memjax.distributed`); on one host it starts nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import sys
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from memjax import jobs
+from memjax import distributed, jobs
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Path to a config file (configs/NAME.py).", lock_config=True
@@ -40,6 +43,15 @@ def main(argv) -> None:
         job = jobs.resolve(job_name)
     except jobs.UnknownJobError as e:
         _fail(str(e))
+    try:
+        plan = distributed.maybe_initialize(config)
+    except distributed.DistributedConfigError as e:
+        _fail(str(e))
+    if plan is not None:
+        # Every process runs the job; only process 0 speaks at INFO (metrics, progress).
+        if not distributed.is_primary():
+            logging.set_verbosity(logging.WARNING)
+        logging.info("distributed (%s): %d processes", plan.source, distributed.process_count())
     logging.info("running job %s", job_name)
     job(config, _WORKDIR.value)
 
