@@ -95,9 +95,58 @@ def attention(q, k, v, mask, cfg: DecoderConfig) -> jax.Array:
     return out.reshape(B, T, N, H)
 
 
-def _layer(x, layer, cos, sin, mask, cache_kv, cache_index, cfg, mesh, rules):
-    """One transformer block. x: [B, T, D]. cache_kv: (k, v) [B, S, K, Hd] or None."""
+def cached_attention(q, k_new, v_new, new_mask, k_old, v_old, old_valid) -> jax.Array:
+    """Attention of T new queries over S cached slots plus the T new keys themselves.
+
+    q: [B, T, N, Hd]; k_new, v_new: [B, K, T, Hd]; new_mask: [B, T, T] (causal, not padding);
+    k_old, v_old: [B, K, S, Hd] (a layer of the cache); old_valid: [B, S].
+    Returns [B, T, N, Hd]. Scores and softmax in f32.
+
+    The two score blocks share one softmax (a common max and denominator), which equals a
+    softmax over their concatenation. Keeping the cache read-only here is what makes decoding
+    cheap: the new keys are written into the cache once per step after the layers, instead of
+    each layer updating (and XLA copying) the cache buffer. Einsum orders are chosen so XLA on
+    CPU reads the cache as stored, without transposed copies.
+    """
+    B, T, N, H = q.shape
+    K = k_new.shape[1]
+    q = q.reshape(B, T, K, N // K, H) * jnp.asarray(H**-0.5, q.dtype)  # [B, T, K, G, Hd]
+    s_old = jnp.einsum("btkgh,bksh->bkgts", q, k_old, preferred_element_type=jnp.float32)
+    s_new = jnp.einsum("btkgh,bksh->bkgts", q, k_new, preferred_element_type=jnp.float32)
+    s_old = jnp.where(old_valid[:, None, None, None, :], s_old, _MASKED)  # [B, K, G, T, S]
+    s_new = jnp.where(new_mask[:, None, None, :, :], s_new, _MASKED)  # [B, K, G, T, T]
+    m = jnp.maximum(s_old.max(axis=-1, keepdims=True), s_new.max(axis=-1, keepdims=True))
+    p_old = jnp.exp(s_old - m)
+    p_new = jnp.exp(s_new - m)
+    denom = p_old.sum(axis=-1, keepdims=True) + p_new.sum(axis=-1, keepdims=True)
+    out = jnp.einsum("bkgts,bksh->bkgth", (p_old / denom).astype(v_old.dtype), v_old)
+    out = out + jnp.einsum("bkgts,bksh->bkgth", (p_new / denom).astype(v_new.dtype), v_new)
+    return out.transpose(0, 3, 1, 2, 4).reshape(B, T, N, H)  # [B, T, K, G, Hd] -> heads
+
+
+def attention_over_cache(q, k, v, mask) -> jax.Array:
+    """q: [B, T, N, Hd]; k, v: [B, K, S, Hd] (a layer of the cache, new tokens already in);
+    mask: [B, T, S]. Returns [B, T, N, Hd]. Scores and softmax in f32."""
+    B, T, N, H = q.shape
+    K = k.shape[1]
+    q = q.reshape(B, T, K, N // K, H) * jnp.asarray(H**-0.5, q.dtype)  # [B, T, K, G, Hd]
+    scores = jnp.einsum("btkgh,bksh->bkgts", q, k, preferred_element_type=jnp.float32)
+    scores = jnp.where(mask[:, None, None, :, :], scores, _MASKED)  # [B, K, G, T, S]
+    probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
+    out = jnp.einsum("bkgts,bksh->bkgth", probs, v)
+    return out.transpose(0, 3, 1, 2, 4).reshape(B, T, N, H)
+
+
+def _layer(x, layer, cos, sin, mask, cache_kv, cache_valid, cfg, mesh, rules):
+    """One transformer block. x: [B, T, D].
+
+    Without a cache, `mask` is [B, T, T] and the block returns (x, None). With one, cache_kv is
+    this layer's old (k, v) [B, K, S, Hd] (read only), cache_valid [B, S], `mask` covers the new
+    tokens among themselves, and the block returns (x, (k, v)): the new tokens' [B, K, T, Hd],
+    for the caller to write into the cache.
+    """
     dt = cfg.dtype
+    B, T, D = x.shape
     h = rms_norm(x, layer["attn_norm"], cfg.rms_norm_eps)
     q = jnp.einsum("btd,dnh->btnh", h, layer["q"].astype(dt))
     k = jnp.einsum("btd,dkh->btkh", h, layer["k"].astype(dt))
@@ -111,14 +160,22 @@ def _layer(x, layer, cos, sin, mask, cache_kv, cache_index, cfg, mesh, rules):
     k = apply_rope(k, cos, sin)
     if cache_kv is not None:
         ck, cv = cache_kv
-        ck = jax.lax.dynamic_update_slice_in_dim(ck, k.astype(ck.dtype), cache_index, axis=1)
-        cv = jax.lax.dynamic_update_slice_in_dim(cv, v.astype(cv.dtype), cache_index, axis=1)
-        attn = attention(q, ck, cv, mask, cfg)
-        new_kv = (ck, cv)
+        k = k.transpose(0, 2, 1, 3).astype(ck.dtype)  # [B, K, T, Hd], the cache's layout
+        v = v.transpose(0, 2, 1, 3).astype(cv.dtype)
+        if cache_valid.ndim == 0:  # a write index: update this layer's buffer, then attend
+            ck = jax.lax.dynamic_update_slice_in_dim(ck, k, cache_valid, axis=2)
+            cv = jax.lax.dynamic_update_slice_in_dim(cv, v, cache_valid, axis=2)
+            attn = attention_over_cache(q, ck, cv, mask)
+            new_kv = (ck, cv)
+        else:
+            attn = cached_attention(q, k, v, mask, ck, cv, cache_valid)
+            new_kv = (k, v)
     else:
         attn = attention(q, k, v, mask, cfg)
         new_kv = None
-    x = x + jnp.einsum("btnh,nhd->btd", attn, layer["o"].astype(dt))
+    # One [B*T, N*Hd] x [N*Hd, D] product: XLA then reads `o` as stored.
+    o = layer["o"].astype(dt)
+    x = x + (attn.reshape(B * T, -1) @ o.reshape(-1, D)).reshape(B, T, D)
     x = constrain(x, ("batch", "seq", None), mesh, rules)
 
     h = rms_norm(x, layer["mlp_norm"], cfg.rms_norm_eps)
@@ -170,41 +227,108 @@ def forward_hidden(
         positions, inverse_frequencies(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
     )
 
-    if cache is None:
-        causal = jnp.tril(jnp.ones((T, T), jnp.bool_))
-        mask = causal[None] & token_mask[:, None, :]  # [B, T, T]
-        valid = None
-    else:
-        S = cache.size
-        valid = jax.lax.dynamic_update_slice_in_dim(cache.valid, token_mask, cache.index, axis=1)
-        slot = jnp.arange(S)[None, :]  # [1, S]
-        query_slot = cache.index + jnp.arange(T)[:, None]  # [T, 1]
-        mask = (slot <= query_slot)[None] & valid[:, None, :]  # [B, T, S]
-
+    causal = jnp.tril(jnp.ones((T, T), jnp.bool_))
+    mask = causal[None] & token_mask[:, None, :]  # [B, T, T]
     layer_fn = _remat(_layer, cfg.remat)
+    layers = params["layers"]
+    unrolled = isinstance(layers, (list, tuple))
 
     if cache is None:
+        if unrolled:
+            for layer in layers:
+                x, _ = layer_fn(x, layer, cos, sin, mask, None, None, cfg, mesh, rules)
+        else:
 
-        def body(x, layer):
-            x, _ = layer_fn(x, layer, cos, sin, mask, None, None, cfg, mesh, rules)
-            return x, None
+            def body(x, layer):
+                x, _ = layer_fn(x, layer, cos, sin, mask, None, None, cfg, mesh, rules)
+                return x, None
 
-        x, _ = jax.lax.scan(body, x, params["layers"])
-        new_cache = None
+            x, _ = jax.lax.scan(body, x, layers)
+        return rms_norm(x, params["final_norm"], cfg.rms_norm_eps), None
+
+    # Old slots at or beyond the write index are never attended (they may hold stale entries).
+    old_valid = cache.valid & (jnp.arange(cache.size)[None, :] < cache.index)  # [B, S]
+    if unrolled and cache.per_layer:
+        # Per-layer buffers: write each layer's new slots first, then attend over the updated
+        # buffer. The update is the buffer's first use, so XLA does it in place (a read before
+        # the write would make it copy the buffer to protect the read).
+        valid = jax.lax.dynamic_update_slice_in_dim(cache.valid, token_mask, cache.index, axis=1)
+        query_slot = cache.index + jnp.arange(T)[:, None]  # [T, 1]
+        full_mask = (jnp.arange(cache.size)[None, :] <= query_slot)[None] & valid[:, None, :]
+        cache_k, cache_v = [], []
+        for i, layer in enumerate(layers):
+            x, (ck, cv) = layer_fn(
+                x, layer, cos, sin, full_mask, cache.layer(i), cache.index, cfg, mesh, rules
+            )
+            cache_k.append(ck)
+            cache_v.append(cv)
+        new_cache = KVCache(tuple(cache_k), tuple(cache_v), valid, cache.index + T)
+        return rms_norm(x, params["final_norm"], cfg.rms_norm_eps), new_cache
+    if unrolled:
+        new_kv = []
+        for i, layer in enumerate(layers):
+            x, kv = layer_fn(x, layer, cos, sin, mask, cache.layer(i), old_valid, cfg, mesh, rules)
+            new_kv.append(kv)
+        new_k, new_v = [kv[0] for kv in new_kv], [kv[1] for kv in new_kv]
     else:
 
         def body(x, xs):
             layer, ck, cv = xs
-            x, (ck, cv) = layer_fn(
-                x, layer, cos, sin, mask, (ck, cv), cache.index, cfg, mesh, rules
-            )
-            return x, (ck, cv)
+            x, kv = layer_fn(x, layer, cos, sin, mask, (ck, cv), old_valid, cfg, mesh, rules)
+            return x, kv
 
-        x, (k, v) = jax.lax.scan(body, x, (params["layers"], cache.k, cache.v))
-        new_cache = KVCache(k=k, v=v, valid=valid, index=cache.index + T)
-
+        cache_k = jnp.stack(cache.k) if cache.per_layer else cache.k
+        cache_v = jnp.stack(cache.v) if cache.per_layer else cache.v
+        x, (new_k, new_v) = jax.lax.scan(body, x, (layers, cache_k, cache_v))
+    new_cache = write_cache(cache, new_k, new_v, token_mask)
     x = rms_norm(x, params["final_norm"], cfg.rms_norm_eps)
     return x, new_cache
+
+
+def write_cache(cache: KVCache, k, v, token_mask: jax.Array) -> KVCache:
+    """The cache with T new tokens written at slots [index, index + T).
+
+    k, v: the new tokens' keys and values, [L, B, K, T, Hd] or L arrays [B, K, T, Hd]. One
+    update per step for all layers; with the cache donated, XLA writes it in place.
+    """
+    T = token_mask.shape[1]
+    if cache.per_layer:
+
+        def write(old, new):
+            return tuple(
+                jax.lax.dynamic_update_slice_in_dim(o, n.astype(o.dtype), cache.index, axis=2)
+                for o, n in zip(old, new)
+            )
+
+    else:
+
+        def write(old, new):
+            new = jnp.stack(new) if isinstance(new, (list, tuple)) else new
+            return jax.lax.dynamic_update_slice_in_dim(
+                old, new.astype(old.dtype), cache.index, axis=3
+            )
+
+    return KVCache(
+        k=write(cache.k, k),
+        v=write(cache.v, v),
+        valid=jax.lax.dynamic_update_slice_in_dim(cache.valid, token_mask, cache.index, axis=1),
+        index=cache.index + T,
+    )
+
+
+def unstack_layers(params) -> dict:
+    """The same parameters with `layers` as a list of L per-layer dicts.
+
+    `forward` then runs the layers as an unrolled Python loop instead of `lax.scan`. Decoding
+    on CPU wants this: under scan, XLA copies each layer's weights out of the stacked arrays on
+    every step, which triples the memory traffic of a step that is bound by it. The cost is a
+    longer compile (one copy of the layer per layer) and a second copy of the weights.
+    """
+    layers = params["layers"]
+    if isinstance(layers, (list, tuple)):
+        return params
+    num = jax.tree.leaves(layers)[0].shape[0]
+    return {**params, "layers": [jax.tree.map(lambda a, i=i: a[i], layers) for i in range(num)]}
 
 
 def unembedding(params, cfg: DecoderConfig) -> jax.Array:
@@ -214,7 +338,12 @@ def unembedding(params, cfg: DecoderConfig) -> jax.Array:
 
 def logits_from_hidden(params, hidden: jax.Array, cfg: DecoderConfig) -> jax.Array:
     """[B, T, D] -> [B, T, V] f32 logits."""
-    w = unembedding(params, cfg).astype(cfg.dtype)
+    if cfg.tie_embeddings:
+        # Contract against the [V, D] embedding directly: writing `embed.T` makes XLA on CPU
+        # materialise the transposed matrix on every call (a full copy per decode step).
+        w = params["embed"].astype(cfg.dtype)
+        return jnp.einsum("btd,vd->btv", hidden, w, preferred_element_type=jnp.float32)
+    w = params["lm_head"].astype(cfg.dtype)
     return jnp.einsum("btd,dv->btv", hidden, w, preferred_element_type=jnp.float32)
 
 
@@ -238,6 +367,9 @@ __all__ = [
     "logits_from_hidden",
     "unembedding",
     "positions_from_mask",
+    "unstack_layers",
+    "write_cache",
+    "cached_attention",
     "rms_norm",
     "attention",
     "jit_forward",
