@@ -1,13 +1,28 @@
 """MemSearcher on Qwen2.5-7B-Instruct with the paper's settings (one epoch of NQ + HotpotQA).
 
     python -m memjax.launch --config=configs/memsearcher_qwen7b.py --workdir=/ckpt/ms7b \
-        --config.model.source=/models/Qwen2.5-7B-Instruct
+        --config.model.source=/models/Qwen2.5-7B-Instruct \
+        --config.retriever.url=http://127.0.0.1:8000
+
+Sized for 8 x H100-80GB, the paper's hardware for 7B; memory per device: python tools/plan_memory.py configs/memsearcher_qwen7b.py
 """
 
 from ml_collections import ConfigDict
 
 from memjax.agents.memsearcher.recipe import paper_config
+from memjax.recipes.scale import add_scale_sections
 
 
 def get_config() -> ConfigDict:
-    return paper_config(model_source="/models/Qwen2.5-7B-Instruct")
+    config = paper_config(model_source="/models/Qwen2.5-7B-Instruct")
+    # The micro-batch per device and the decode wave are not in the paper (verl sizes them with
+    # vLLM): memjax's choices for contexts of 695 + 6024 tokens.
+    return add_scale_sections(
+        config,
+        preset="qwen2.5-7b-instruct",
+        accelerator="H100-80GB",
+        num_devices=8,
+        mesh={"data": 1, "fsdp": 4, "tensor": 2},
+        micro_batch_per_device=1,
+        decode_batch=256,
+    )

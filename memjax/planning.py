@@ -1,0 +1,438 @@
+"""Per-device memory of an RL recipe on a mesh, from its config alone (no weights, no devices).
+
+    plan = plan_memory(config)                    # config: configs/*.py's get_config()
+    print(plan.table()); plan.fits; suggest(config)
+
+What is counted, per device (shards from the rules tables through `parallel.logical_to_spec`
+with the mesh's axis sizes, exactly as the train step and sampler place them):
+
+  persistent   policy weights in the train state (param_dtype, f32 master), AdamW's two moments
+               (same dtype and sharding), the reference model (compute dtype, train layout) when
+               the KL term is on, the PPO critic's weights and moments, and the sampler's copy
+               of the weights (compute dtype, sampling layout: not fsdp-sharded, so decode needs
+               no per-step all-gathers)
+  rollout      the sampler's KV cache for `rollout.decode_batch` rows of prompt + response
+               slots (`kv_cache.cache_abstract`, sampling layout) and its [rows, V] f32 logits
+  train        gradient accumulators (param dtype) of the actor or the critic, whichever is
+               larger, and the activations of one micro-batch of `train.micro_batch_per_device`
+               rows of prompt + response tokens under the remat policy:
+                 saved   per layer: the residual input [b, T, D] (remat full); plus every
+                         matmul output (remat dots); everything (remat none)
+                 layer   the working set of the layer being recomputed: its dense
+                         intermediates and the attention scores [b, N/t, T, T] (f32 scores and
+                         softmax, bf16 probabilities: 10 bytes each; memjax's attention
+                         materialises them)
+                 weights one layer's fsdp-gathered weights (and their gradient) in compute dtype
+                 logits  the vocab-chunked log-prob slab [b, T, chunk] f32 (x3: logits, exp,
+                         gradient) and the gathered unembedding with its gradient
+
+peak = persistent + max(rollout, train): rollouts and updates alternate on the same devices.
+A config fits when the peak is at most `hardware.USABLE_FRACTION` of the device's HBM.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from memjax import hardware as hw_lib
+from memjax.models import presets
+from memjax.models.config import DecoderConfig
+from memjax.models.decoder import decoder_abstract
+from memjax.models.kv_cache import cache_abstract, cache_bytes
+from memjax.models.params import is_info
+from memjax.parallel import (
+    MESH_AXES,
+    SAMPLING_RULES,
+    TRAIN_RULES,
+    ShardingError,
+    logical_to_spec,
+    normalize_rules,
+)
+from memjax.rl.critic import critic_abstract
+
+ATTN_BYTES_PER_SCORE = 10  # f32 scores + f32 softmax + bf16 probabilities
+LOGIT_SLABS = 3  # chunk logits, their exponentials, their gradient
+
+
+class PlanError(ValueError):
+    pass
+
+
+# ------------------------------------------------------------------------------ sharding
+
+
+def resolve_mesh(mesh: Mapping[str, int], num_devices: int) -> dict[str, int]:
+    """The mesh's axis sizes with a -1 axis filled in; the product must be num_devices."""
+    unknown = set(mesh) - set(MESH_AXES)
+    if unknown:
+        raise PlanError(f"mesh axes {sorted(unknown)} are unknown; choose from {MESH_AXES}")
+    sizes = {a: int(mesh.get(a, 1)) for a in MESH_AXES}
+    free = [a for a, s in sizes.items() if s == -1]
+    if len(free) > 1:
+        raise PlanError(f"mesh {sizes}: at most one axis may be -1")
+    known = math.prod(s for s in sizes.values() if s != -1)
+    if any(s == 0 or s < -1 for s in sizes.values()):
+        raise PlanError(f"mesh {sizes}: sizes must be positive (or one -1)")
+    if free:
+        if num_devices % known:
+            raise PlanError(f"mesh {sizes}: {num_devices} devices do not divide by {known}")
+        sizes[free[0]] = num_devices // known
+    if math.prod(sizes.values()) != num_devices:
+        raise PlanError(
+            f"mesh {sizes} needs {math.prod(sizes.values())} devices; the hardware has "
+            f"{num_devices}"
+        )
+    return sizes
+
+
+def shard_factor(shape, logical_axes, rules, mesh_sizes: Mapping[str, int]) -> int:
+    """Into how many pieces the rules cut an array on a mesh of these sizes (no devices needed:
+    `logical_to_spec` only reads the mesh's axis sizes)."""
+    spec = logical_to_spec(logical_axes, rules, shape, SimpleNamespace(shape=dict(mesh_sizes)))
+    factor = 1
+    for entry in spec:
+        for axis in (entry,) if isinstance(entry, str) else (entry or ()):
+            factor *= mesh_sizes[axis]
+    return factor
+
+
+def tree_bytes_per_device(abstract, rules, mesh_sizes, dtype=None) -> int:
+    """Bytes of one device's shards of an ArrayInfo tree (in `dtype` when given)."""
+    total = 0
+    for a in jax.tree.leaves(abstract, is_leaf=is_info):
+        size = int(np.prod(a.shape)) * jnp.dtype(dtype or a.dtype).itemsize
+        total += -(-size // shard_factor(a.shape, a.logical_axes, rules, mesh_sizes))
+    return total
+
+
+# ------------------------------------------------------------------------------ the plan
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """What the plan depends on, read from a config (`workload_from_config`)."""
+
+    cfg: DecoderConfig  # param_dtype: the train state's; dtype: compute
+    mesh: dict[str, int]
+    train_rules: Mapping
+    sampling_rules: Mapping
+    hardware: hw_lib.Hardware
+    seq_len: int  # prompt + response tokens of one training row (and cache slots)
+    micro_batch_per_device: int
+    decode_batch: int  # global rows decoded at once
+    reference: bool  # a frozen reference model for the KL term
+    critic: bool  # PPO's value model
+    vocab_chunk: int = 4096
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryPlan:
+    workload: Workload
+    parts: dict[str, int]  # bytes per device
+    persistent: int
+    rollout: int
+    train: int
+
+    @property
+    def peak(self) -> int:
+        return self.persistent + max(self.rollout, self.train)
+
+    @property
+    def usable(self) -> int:
+        return self.workload.hardware.usable_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.peak <= self.usable
+
+    def table(self) -> str:
+        gib = lambda b: f"{b / hw_lib.GIB:8.2f}"
+        w = self.workload
+        lines = [
+            f"{w.hardware.describe()}  mesh {w.mesh}  remat={w.cfg.remat}  "
+            f"T={w.seq_len}  micro_batch/device={w.micro_batch_per_device}  "
+            f"decode_batch={w.decode_batch}",
+            f"{'part':<28}{'GiB/device':>10}",
+        ]
+        for name, b in self.parts.items():
+            lines.append(f"{name:<28}{gib(b):>10}")
+        lines += [
+            f"{'persistent':<28}{gib(self.persistent):>10}",
+            f"{'rollout phase':<28}{gib(self.rollout):>10}",
+            f"{'train phase':<28}{gib(self.train):>10}",
+            f"{'peak':<28}{gib(self.peak):>10}",
+            f"{'usable (of HBM)':<28}{gib(self.usable):>10}"
+            f"  ({hw_lib.USABLE_FRACTION:.0%} of {w.hardware.accelerator.hbm_gib:g} GiB)",
+            f"fits: {'yes' if self.fits else 'NO'}",
+        ]
+        return "\n".join(lines)
+
+
+def _activation_parts(w: Workload) -> dict[str, int]:
+    cfg, b, T = w.cfg, w.micro_batch_per_device, w.seq_len
+    L, D, N, K, H, F, V = (
+        cfg.num_layers,
+        cfg.embed_dim,
+        cfg.num_heads,
+        cfg.num_kv_heads,
+        cfg.head_dim,
+        cfg.mlp_dim,
+        cfg.vocab_size,
+    )
+    t = w.mesh["tensor"]
+    split = lambda n: n // t if n % t == 0 else n  # a dimension the tensor axis cannot split
+    c = jnp.dtype(cfg.dtype).itemsize
+    residual = b * T * D * c  # [b, T, D]
+    # Matmul outputs: q [b,T,N,Hd], k and v [b,T,K,Hd], o-projection [b,T,D], gate and up
+    # [b,T,F], down [b,T,D].
+    dots = b * T * (split(N) * H + 2 * split(K) * H + 2 * D + 2 * split(F)) * c
+    # The rest of a layer: two RMSNorm outputs and the residual sum [b,T,D], RoPE'd q and k,
+    # attention output [b,T,N,Hd], silu(gate) and the gated product [b,T,F].
+    others = b * T * (3 * D + split(N) * H * 2 + split(K) * H + 2 * split(F)) * c
+    scores = b * split(N) * T * T * ATTN_BYTES_PER_SCORE
+    if cfg.remat == "full":
+        saved = L * residual
+    elif cfg.remat == "dots":
+        saved = L * (residual + dots)
+    else:
+        saved = L * (residual + dots + others + scores)
+    layer = dots + others + scores
+    layer_params = sum(
+        int(np.prod(a.shape[1:]))
+        for a in jax.tree.leaves(decoder_abstract(cfg)["layers"], is_leaf=is_info)
+    )
+    gathered = 2 * split_params(layer_params, t) * c  # the weights and their gradient
+    logits = LOGIT_SLABS * b * T * min(w.vocab_chunk, V) * 4 // t
+    unembed = split(V) * D * (c + 4)  # gathered unembedding and its f32 gradient
+    return {
+        "activations: saved": saved,
+        "activations: one layer": layer,
+        "activations: layer weights": gathered,
+        "activations: logits": logits + unembed,
+    }
+
+
+def split_params(n: int, t: int) -> int:
+    return -(-n // t)
+
+
+def plan(w: Workload) -> MemoryPlan:
+    cfg = w.cfg
+    tr, sr = normalize_rules(w.train_rules), normalize_rules(w.sampling_rules)
+    abstract = decoder_abstract(cfg)
+    param_dtype = cfg.weight_dtype
+    policy = tree_bytes_per_device(abstract, tr, w.mesh)
+    parts = {
+        "policy weights": policy,
+        "optimizer (AdamW m, v)": 2 * policy,
+    }
+    critic = 0
+    if w.reference:
+        parts["reference model"] = tree_bytes_per_device(abstract, tr, w.mesh, cfg.dtype)
+    if w.critic:
+        critic = tree_bytes_per_device(critic_abstract(cfg), tr, w.mesh, param_dtype)
+        parts["critic weights + AdamW"] = 3 * critic
+    parts["sampler weights"] = tree_bytes_per_device(abstract, sr, w.mesh, cfg.dtype)
+    persistent = sum(parts.values())
+
+    # k and v [L, B, K, S, Hd] in compute dtype, cut as the sampling rules place them.
+    kv = cache_abstract(cfg, w.decode_batch, w.seq_len)["k"]
+    kv_shards = shard_factor(kv.shape, kv.logical_axes, sr, w.mesh)
+    batch_shards = w.mesh["data"] * w.mesh["fsdp"]
+    rows_per_device = -(-w.decode_batch // batch_shards)
+    parts["KV cache"] = -(-cache_bytes(cfg, w.decode_batch, w.seq_len) // kv_shards)
+    parts["decode logits"] = rows_per_device * cfg.vocab_size * 4
+    rollout = parts["KV cache"] + parts["decode logits"]
+
+    parts["gradients"] = max(policy, critic)
+    acts = _activation_parts(w)
+    parts.update(acts)
+    train = parts["gradients"] + sum(acts.values())
+    return MemoryPlan(w, parts, persistent, rollout, train)
+
+
+# ------------------------------------------------------------------------------ from a config
+
+
+def _section(config, name, default=None):
+    return config.get(name, default)
+
+
+def decoder_config_from(config) -> DecoderConfig:
+    model = _section(config, "model")
+    if model is None or "preset" not in model:
+        raise PlanError("config.model.preset is missing (a name from memjax.models.presets)")
+    try:
+        return presets.decoder_config(
+            model.preset,
+            param_dtype=str(_section(model, "param_dtype", "float32")),
+            compute_dtype=str(_section(model, "compute_dtype", "bfloat16")),
+            remat=str(_section(model, "remat", "full")),
+        )
+    except presets.UnknownPresetError as e:
+        raise PlanError(f"config.model.preset: {e}") from None
+
+
+def workload_from_config(config, **overrides) -> Workload:
+    """The Workload of a paper config (the sections of memjax.recipes.scale)."""
+    cfg = decoder_config_from(config)
+    hardware = hw_lib.from_config(_section(config, "hardware"))
+    mesh = resolve_mesh(dict(_section(config, "mesh") or {}), hardware.num_devices)
+    rules = _section(config, "rules") or {}
+    rollout, train, loss = config.rollout, config.train, _section(config, "loss", {})
+    algorithm = str(_section(train, "algorithm", "grpo"))
+    kw = dict(
+        cfg=cfg,
+        mesh=mesh,
+        train_rules=normalize_rules(dict(_section(rules, "train", TRAIN_RULES))),
+        sampling_rules=normalize_rules(dict(_section(rules, "sampling", SAMPLING_RULES))),
+        hardware=hardware,
+        seq_len=int(rollout.max_prompt_length) + int(rollout.max_response_length),
+        micro_batch_per_device=int(train.micro_batch_per_device),
+        decode_batch=int(rollout.decode_batch),
+        reference=float(_section(loss, "kl_coef", 0.0)) > 0,
+        critic=algorithm == "ppo",
+        vocab_chunk=int(_section(train, "vocab_chunk", 4096)),
+    )
+    kw.update(overrides)
+    return Workload(**kw)
+
+
+def plan_memory(config, **overrides) -> MemoryPlan:
+    return plan(workload_from_config(config, **overrides))
+
+
+# ------------------------------------------------------------------------------ validation
+
+
+def validate(config) -> list[str]:
+    """Problems that would stop the config at scale (empty: none). Checks the shape preset,
+    hardware, mesh, both rules tables against every parameter, cache and activation axis,
+    and that the batch sizes split over the mesh."""
+    problems = []
+    try:
+        w = workload_from_config(config)
+    except (PlanError, hw_lib.HardwareError, ShardingError, KeyError, AttributeError) as e:
+        return [f"{type(e).__name__}: {e}"]
+    cfg = w.cfg
+    trees = {
+        "train": [decoder_abstract(cfg)] + ([critic_abstract(cfg)] if w.critic else []),
+        "sampling": [decoder_abstract(cfg), cache_abstract(cfg, w.decode_batch, w.seq_len)],
+    }
+    activations = [("batch", "seq", None), ("batch", "seq", "heads", None), ("batch", "seq", "mlp")]
+    for role, rules in (("train", w.train_rules), ("sampling", w.sampling_rules)):
+        try:
+            for tree in trees[role]:
+                for a in jax.tree.leaves(tree, is_leaf=is_info):
+                    shard_factor(a.shape, a.logical_axes, rules, w.mesh)
+            for axes in activations:
+                logical_to_spec(axes, rules)
+        except ShardingError as e:
+            problems.append(f"rules.{role}: {e}")
+    shards = w.mesh["data"] * w.mesh["fsdp"]
+    if w.decode_batch % shards:
+        problems.append(
+            f"rollout.decode_batch={w.decode_batch} does not split over data x fsdp = {shards}"
+        )
+    if w.micro_batch_per_device < 1:
+        problems.append(f"train.micro_batch_per_device={w.micro_batch_per_device} must be >= 1")
+    if w.seq_len > cfg.max_position_embeddings:
+        problems.append(
+            f"prompt + response = {w.seq_len} tokens exceeds the model's "
+            f"max_position_embeddings={cfg.max_position_embeddings}"
+        )
+    lr = float(_section(_section(config, "optimizer", {}), "learning_rate", 0.0))
+    if cfg.param_dtype == "bfloat16" and 0 < lr < 1e-4:
+        problems.append(
+            f"model.param_dtype=bfloat16 with learning_rate={lr:g}: updates round away in "
+            "bf16; train f32 master weights (param_dtype=float32, compute_dtype=bfloat16)"
+        )
+    return problems
+
+
+# ------------------------------------------------------------------------------ what to change
+
+
+def _changes(w: Workload):
+    """Candidate changes, mildest first: (description, override, new workload) or None."""
+    if w.cfg.remat != "full":
+        yield (
+            "remat=full",
+            "--config.model.remat=full",
+            dataclasses.replace(w, cfg=w.cfg.replace(remat="full")),
+        )
+    if w.micro_batch_per_device > 1:
+        b = w.micro_batch_per_device // 2
+        yield (
+            f"micro_batch_per_device={b}",
+            f"--config.train.micro_batch_per_device={b}",
+            dataclasses.replace(w, micro_batch_per_device=b),
+        )
+    shards = w.mesh["data"] * w.mesh["fsdp"]
+    if w.decode_batch // 2 >= shards and (w.decode_batch // 2) % shards == 0:
+        d = w.decode_batch // 2
+        yield (
+            f"decode_batch={d}",
+            f"--config.rollout.decode_batch={d}",
+            dataclasses.replace(w, decode_batch=d),
+        )
+    # Move a factor 2 from data/fsdp to tensor: shards the sampler's weights, the KV cache's
+    # heads and the attention scores, which fsdp does not.
+    donor = "data" if w.mesh["data"] % 2 == 0 else "fsdp" if w.mesh["fsdp"] % 2 == 0 else None
+    t2 = w.mesh["tensor"] * 2
+    if donor and w.cfg.num_kv_heads % t2 == 0 and w.decode_batch % (shards // 2) == 0:
+        mesh = {**w.mesh, donor: w.mesh[donor] // 2, "tensor": t2}
+        yield (
+            f"mesh {mesh}",
+            " ".join(f"--config.mesh.{a}={s}" for a, s in mesh.items()),
+            dataclasses.replace(w, mesh=mesh),
+        )
+    # More devices, as more fsdp (whole hosts).
+    hw = w.hardware
+    n = hw.num_devices * 2
+    mesh = {**w.mesh, "fsdp": w.mesh["fsdp"] * 2}
+    yield (
+        f"{n} x {hw.accelerator.name}, fsdp={mesh['fsdp']}",
+        f"--config.hardware.num_devices={n} --config.mesh.fsdp={mesh['fsdp']}",
+        dataclasses.replace(w, hardware=hw_lib.Hardware(hw.accelerator, n), mesh=mesh),
+    )
+
+
+def suggest(w: Workload, max_changes: int = 8) -> tuple[list[tuple[str, str]], MemoryPlan]:
+    """Changes (description, command-line override) that make the workload fit, mildest first,
+    applied greedily: each step takes the first candidate that lowers the peak."""
+    current, steps = plan(w), []
+    while not current.fits and len(steps) < max_changes:
+        for desc, override, nw in _changes(current.workload):
+            candidate = plan(nw)
+            if candidate.peak < current.peak:
+                steps.append((desc, override))
+                current = candidate
+                break
+        else:
+            break
+    return steps, current
+
+
+__all__ = [
+    "ATTN_BYTES_PER_SCORE",
+    "Workload",
+    "MemoryPlan",
+    "PlanError",
+    "resolve_mesh",
+    "shard_factor",
+    "tree_bytes_per_device",
+    "plan",
+    "plan_memory",
+    "workload_from_config",
+    "decoder_config_from",
+    "validate",
+    "suggest",
+]

@@ -1,0 +1,1 @@
+"""Paper recipes shared by several config files (configs/*.py stay a few lines each)."""

@@ -1,0 +1,153 @@
+"""Will a recipe fit its hardware? Per-device memory of a config on its mesh, without weights.
+
+    python tools/plan_memory.py configs/grpo_qwen7b.py
+    python tools/plan_memory.py configs/grpo_qwen7b.py --mesh=1,4,1 --micro_batch_per_device=1
+    python tools/plan_memory.py configs/memsearcher_qwen7b.py --tpu=v5p-16 --mesh=1,-1,1
+    python tools/plan_memory.py --all            # every config in configs/ that names hardware
+
+For one config it prints the breakdown (weights, AdamW state, reference model, critic,
+sampler weights, KV cache, gradients, activations under the remat policy; see
+memjax/planning.py for what each part counts), whether the peak fits the hardware, and if not,
+the changes that make it fit as command-line overrides. Exit status: 0 fits, 1 does not fit,
+2 the config is invalid. `--all` prints one Markdown table row per config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import runpy
+import sys
+from pathlib import Path
+
+from memjax import hardware as hw_lib
+from memjax import planning
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _load(path: str):
+    return runpy.run_path(path)["get_config"]()
+
+
+def _overrides(args, config) -> dict:
+    """Workload fields the command line changes (mesh, hardware, batch sizes, remat)."""
+    w = planning.workload_from_config(config)
+    out = {}
+    hardware = w.hardware
+    if args.tpu:
+        hardware = hw_lib.parse_tpu_slice(args.tpu)
+    elif args.hardware:
+        name, _, n = args.hardware.partition(":")
+        hardware = hw_lib.Hardware(hw_lib.accelerator(name), int(n or w.hardware.num_devices))
+    if hardware != w.hardware:
+        out["hardware"] = hardware
+    if args.mesh or "hardware" in out:
+        sizes = (
+            dict(zip(planning.MESH_AXES, map(int, args.mesh.split(","))))
+            if args.mesh
+            else {"data": 1, "fsdp": -1, "tensor": w.mesh["tensor"]}
+        )
+        out["mesh"] = planning.resolve_mesh(sizes, hardware.num_devices)
+    if args.micro_batch_per_device:
+        out["micro_batch_per_device"] = args.micro_batch_per_device
+    if args.decode_batch:
+        out["decode_batch"] = args.decode_batch
+    if args.remat:
+        out["cfg"] = w.cfg.replace(remat=args.remat)
+    return out
+
+
+def _gib(b: int) -> str:
+    return f"{b / hw_lib.GIB:.1f}"
+
+
+HEADER = (
+    "| config | hardware | mesh (d,f,t) | weights+AdamW | ref | critic | sampler w | KV cache "
+    "| grads+activ | peak | usable | fits | to fit |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def summary_row(name: str, plan: planning.MemoryPlan) -> str:
+    p, w = plan.parts, plan.workload
+    train_parts = plan.train
+    changes = ""
+    if not plan.fits:
+        steps, after = planning.suggest(w)
+        changes = (
+            "; ".join(d for d, _ in steps) + (f" -> {_gib(after.peak)}" if after.fits else "")
+            if steps
+            else "none found"
+        )
+    mesh = f"{w.mesh['data']},{w.mesh['fsdp']},{w.mesh['tensor']}"
+    return (
+        f"| {name} | {w.hardware.describe()} | {mesh} "
+        f"| {_gib(p['policy weights'] + p['optimizer (AdamW m, v)'])} "
+        f"| {_gib(p.get('reference model', 0))} | {_gib(p.get('critic weights + AdamW', 0))} "
+        f"| {_gib(p['sampler weights'])} | {_gib(p['KV cache'])} | {_gib(train_parts)} "
+        f"| {_gib(plan.peak)} | {_gib(plan.usable)} | {'yes' if plan.fits else 'NO'} | {changes} |"
+    )
+
+
+def scale_configs(folder: Path) -> list[Path]:
+    """Config files in `folder` that name hardware (the paper-scale ones)."""
+    out = []
+    for path in sorted(folder.glob("*.py")):
+        config = _load(str(path))
+        if "hardware" in config:
+            out.append(path)
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("config", nargs="?", help="configs/NAME.py")
+    p.add_argument("--all", action="store_true", help="a summary row for every scale config")
+    p.add_argument("--configs", default=str(REPO / "configs"), help="folder for --all")
+    p.add_argument("--mesh", default="", help="data,fsdp,tensor (one may be -1)")
+    p.add_argument("--hardware", default="", help="ACCELERATOR[:N], e.g. H100-80GB:8")
+    p.add_argument("--tpu", default="", help="a TPU slice, e.g. v5p-16")
+    p.add_argument("--micro_batch_per_device", type=int, default=0)
+    p.add_argument("--decode_batch", type=int, default=0)
+    p.add_argument("--remat", choices=("none", "dots", "full"), default="")
+    args = p.parse_args(argv)
+
+    if args.all:
+        print(HEADER)
+        for path in scale_configs(Path(args.configs)):
+            print(summary_row(path.stem, planning.plan_memory(_load(str(path)))))
+        return 0
+    if not args.config:
+        p.error("give a config file or --all")
+    config = _load(args.config)
+    problems = planning.validate(config)
+    if problems:
+        for problem in problems:
+            print(f"{args.config}: {problem}", file=sys.stderr)
+        return 2
+    try:
+        workload = dataclasses.replace(
+            planning.workload_from_config(config), **_overrides(args, config)
+        )
+    except (planning.PlanError, hw_lib.HardwareError, ValueError) as e:
+        print(f"{args.config}: {e}", file=sys.stderr)
+        return 2
+    plan = planning.plan(workload)
+    print(f"{args.config}: {config.model.preset}, {config.train.get('algorithm', 'grpo')}")
+    print(plan.table())
+    if plan.fits:
+        return 0
+    steps, after = planning.suggest(workload)
+    if steps:
+        verdict = "fits" if after.fits else "still does not fit"
+        print(f"\nto fit, change (mildest first; then {verdict} at {_gib(after.peak)} GiB):")
+        for desc, override in steps:
+            print(f"  {desc:<40} {override}")
+    else:
+        print("\nno change in the search space makes it fit; use a larger accelerator")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
