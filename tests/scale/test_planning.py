@@ -1,0 +1,117 @@
+"""The memory planner against a hand calculation, and its suggestions."""
+
+import dataclasses
+import runpy
+from pathlib import Path
+
+import pytest
+
+from memjax import hardware, planning
+from memjax.models.config import DecoderConfig
+from memjax.parallel import SAMPLING_RULES, TRAIN_RULES, normalize_rules
+
+REPO = Path(__file__).resolve().parents[2]
+
+# L=2 layers, D=8, N=4 heads, K=2 kv heads, Hd=2, F=16, V=32; f32 weights, bf16 compute.
+TINY = DecoderConfig(
+    "llama",
+    vocab_size=32,
+    embed_dim=8,
+    mlp_dim=16,
+    num_layers=2,
+    num_heads=4,
+    num_kv_heads=2,
+    head_dim=2,
+    param_dtype="float32",
+    compute_dtype="bfloat16",
+    remat="full",
+)
+
+
+def tiny_workload(**kw):
+    w = planning.Workload(
+        cfg=TINY,
+        mesh={"data": 1, "fsdp": 2, "tensor": 2},
+        train_rules=normalize_rules(TRAIN_RULES),
+        sampling_rules=normalize_rules(SAMPLING_RULES),
+        hardware=hardware.Hardware(hardware.accelerator("H100-80GB"), 4),
+        seq_len=4,
+        micro_batch_per_device=1,
+        decode_batch=4,
+        reference=True,
+        critic=False,
+        vocab_chunk=8,
+    )
+    return dataclasses.replace(w, **kw)
+
+
+def test_hand_calculation():
+    p = planning.plan(tiny_workload())
+    # Train layout (embed->fsdp, heads/kv_heads/mlp/vocab->tensor), f32, bytes per device:
+    # embed 32*8*4/4 = 256, lm_head 256, final_norm 8*4 = 32, attn_norm and mlp_norm 2*8*4 = 64
+    # each, q 2*8*4*2*4/4 = 128, k and v 2*8*2*2*4/4 = 64 each, o 128, gate/up/down 2*8*16*4/4
+    # = 256 each.
+    policy = 256 + 256 + 32 + 64 + 64 + 128 + 64 + 64 + 128 + 3 * 256
+    assert policy == 1824 and p.parts["policy weights"] == policy
+    assert p.parts["optimizer (AdamW m, v)"] == 2 * policy
+    assert p.parts["reference model"] == policy // 2  # bf16, same layout
+    # Sampling layout (embed replicated), bf16: embed 32*8*2/2 = 256, lm_head 256, final_norm
+    # 16, norms 32 each, q 2*8*4*2*2/2 = 128, k, v 64 each, o 128, gate/up/down 256 each.
+    sampler = 256 + 256 + 16 + 32 + 32 + 128 + 64 + 64 + 128 + 3 * 256
+    assert p.parts["sampler weights"] == sampler == 1744
+    assert p.persistent == policy * 3 + policy // 2 + sampler == 8128
+    # KV cache: 2 (k, v) * L2 * B4 * S4 * K2 * Hd2 * 2 bytes = 512, cut by batch over fsdp (2)
+    # and kv heads over tensor (2); decode logits: 4 rows / 2 shards * V32 * 4 bytes.
+    assert p.parts["KV cache"] == 512 // 4 == 128
+    assert p.parts["decode logits"] == 2 * 32 * 4
+    assert p.rollout == 128 + 256
+    # Activations, b=1, T=4, bf16, tensor 2 (N/t=2, K/t=1, F/t=8):
+    # saved (remat full): L * b*T*D*2 = 2 * 64; one layer: dots 4*(2*2 + 2*1*2 + 2*8 + 2*8)*2
+    # = 320, others 4*(3*8 + 2*2*2 + 1*2 + 2*8)*2 = 400, scores 1*2*4*4*10 = 320;
+    # layer weights: 2 * (592 params / 2) * 2 bytes; logits 3*1*4*8*4/2 = 192 + unembedding
+    # 16*8*(2+4) = 768.
+    assert p.parts["activations: saved"] == 128
+    assert p.parts["activations: one layer"] == 320 + 400 + 320
+    assert p.parts["activations: layer weights"] == 2 * 296 * 2
+    assert p.parts["activations: logits"] == 192 + 768
+    assert p.parts["gradients"] == policy
+    assert p.train == policy + 128 + 1040 + 1184 + 960 == 5136
+    assert p.peak == 8128 + 5136 and p.fits
+
+
+def test_remat_and_critic_terms():
+    dots = planning.plan(tiny_workload(cfg=TINY.replace(remat="dots")))
+    assert dots.parts["activations: saved"] == 2 * (64 + 320)
+    ppo = planning.plan(tiny_workload(critic=True, reference=False))
+    assert "reference model" not in ppo.parts
+    # The critic: the backbone without lm_head (1824 - 256) plus an f32 head [8] and a bias.
+    critic = 1824 - 256 + 8 * 4 // 2 + 4
+    assert ppo.parts["critic weights + AdamW"] == 3 * critic
+
+
+def test_mesh_resolution_errors():
+    assert planning.resolve_mesh({"data": 1, "fsdp": -1, "tensor": 2}, 8)["fsdp"] == 4
+    with pytest.raises(planning.PlanError, match="needs 4 devices"):
+        planning.resolve_mesh({"fsdp": 2, "tensor": 2}, 8)
+    with pytest.raises(planning.PlanError, match="unknown"):
+        planning.resolve_mesh({"pipeline": 2}, 2)
+
+
+def test_suggestions_make_a_config_fit():
+    config = runpy.run_path(str(REPO / "configs" / "grpo_qwen14b.py"))["get_config"]()
+    w = planning.workload_from_config(config)
+    small = dataclasses.replace(w, hardware=hardware.Hardware(hardware.accelerator("A100-40GB"), 8))
+    assert not planning.plan(small).fits
+    steps, after = planning.suggest(small)
+    assert steps and after.fits and after.peak <= small.hardware.usable_bytes
+    assert all(o.startswith("--config.") for _, o in steps)
+
+
+def test_cli_exit_status_and_table(capsys):
+    tool = runpy.run_path(str(REPO / "tools" / "plan_memory.py"))
+    assert tool["main"]([str(REPO / "configs" / "grpo_qwen7b.py")]) == 0
+    out = capsys.readouterr().out
+    assert "fits: yes" in out and "KV cache" in out
+    args = [str(REPO / "configs" / "grpo_qwen14b.py"), "--hardware=A100-40GB:8"]
+    assert tool["main"](args) == 1
+    assert "to fit, change" in capsys.readouterr().out
