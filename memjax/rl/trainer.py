@@ -67,7 +67,8 @@ def optimizer_config(c, total_steps: int) -> OptimizerConfig:
 def make_generate(cfg: DecoderConfig, sampling: dict, eos_ids, pad_id: int, mesh=None):
     """Wraps memjax's on-device sampler as the rollout loop's `generate(prompts, rng)`; the
     parameters are read from `generate.params` at call time."""
-    from memjax.sampling.sampler import SamplingParams, sample
+    from memjax.sampling.sampler import sample
+    from memjax.sampling.sampling_params import SamplingParams
 
     params_obj = SamplingParams(
         temperature=float(sampling.get("temperature", 1.0)),
@@ -294,7 +295,7 @@ def train(
             list(eval_examples),
             1,
             eval_generate,
-            jax.random.fold_in(base_key, -1),
+            jax.random.fold_in(base_key, 2**31 - 1),
             eos_ids,
         )
         r = float(np.mean([t.reward for t in trajs]))

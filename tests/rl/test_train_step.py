@@ -57,7 +57,7 @@ def _batch(seed=0, B=8, T=10):
 
 @pytest.fixture(scope="module")
 def params():
-    return init_params(decoder.decoder_abstract(CFG), jax.random.key(0))
+    return jax.jit(lambda k: init_params(decoder.decoder_abstract(CFG), k))(jax.random.key(0))
 
 
 def _copy(tree):

@@ -104,7 +104,7 @@ def _config(algo, **kw):
 
 def _run(config, workdir):
     cfg = toy.toy_decoder_config(config.model)
-    params = init_params(decoder_abstract(cfg), jax.random.key(config.seed))
+    params = jax.jit(lambda k: init_params(decoder_abstract(cfg), k))(jax.random.key(config.seed))
     env = toy.RepeatTargetEnv(3)
     return trainer.train(
         config,
