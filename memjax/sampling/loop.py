@@ -22,7 +22,7 @@ import jax.numpy as jnp
 
 from memjax.models import decoder
 from memjax.models.config import DecoderConfig
-from memjax.models.kv_cache import CACHE_AXES, LAYER_CACHE_AXES, KVCache, repeat_rows
+from memjax.models.kv_cache import CACHE_AXES, LAYER_CACHE_AXES, KVCache, init_cache, repeat_rows
 from memjax.parallel import constrain
 from memjax.sampling.filters import choose_tokens
 from memjax.sampling.sampling_params import SamplingParams
@@ -46,25 +46,11 @@ def constrain_cache(cache: KVCache, mesh, rules) -> KVCache:
     )
 
 
-@partial(
-    jax.jit,
-    static_argnames=("cfg", "group_size", "mesh", "rules"),
-    donate_argnames=("cache",),
-)
-def prefill(
-    params,
-    tokens: jax.Array,  # [B, T] int32, left-padded
-    mask: jax.Array,  # [B, T] bool
-    positions: jax.Array,  # [B, T] int32
-    cache: KVCache,  # batch B
-    *,
-    cfg: DecoderConfig,
-    group_size: int = 1,
-    mesh=None,
-    rules=None,
-) -> tuple[jax.Array, KVCache]:
+def _prefill(params, tokens, mask, positions, cache, *, cfg, group_size, mesh, rules):
     """Runs T tokens into the cache; returns the logits after each row's last token [B*G, V]
     and the cache with each row repeated `group_size` times (a GRPO group shares one prefill).
+
+    tokens, positions: [B, T] int32 (left-padded); mask: [B, T] bool.
     """
     cache = constrain_cache(cache, mesh, rules)
     hidden, cache = decoder.forward_hidden(
@@ -76,6 +62,57 @@ def prefill(
         logits = jnp.repeat(logits, group_size, axis=0)
         cache = repeat_rows(cache, group_size)
     return logits, constrain_cache(cache, mesh, rules)
+
+
+@partial(
+    jax.jit, static_argnames=("cfg", "group_size", "mesh", "rules"), donate_argnames=("cache",)
+)
+def prefill(params, tokens, mask, positions, cache, *, cfg, group_size=1, mesh=None, rules=None):
+    """Appends a left-padded chunk to a live cache (donated, updated in place)."""
+    return _prefill(
+        params,
+        tokens,
+        mask,
+        positions,
+        cache,
+        cfg=cfg,
+        group_size=group_size,
+        mesh=mesh,
+        rules=rules,
+    )
+
+
+@partial(
+    jax.jit,
+    static_argnames=("cfg", "group_size", "cache_size", "per_layer", "mesh", "rules"),
+)
+def prefill_new(
+    params,
+    tokens,
+    mask,
+    positions,
+    *,
+    cfg,
+    cache_size,
+    per_layer,
+    group_size=1,
+    mesh=None,
+    rules=None,
+):
+    """Prefills prompts into a fresh cache of `cache_size` slots, made inside the jit (so its
+    zeros are never materialised on the host, and a group can grow it to B*G rows)."""
+    cache = init_cache(cfg, tokens.shape[0], cache_size, per_layer=per_layer)
+    return _prefill(
+        params,
+        tokens,
+        mask,
+        positions,
+        cache,
+        cfg=cfg,
+        group_size=group_size,
+        mesh=mesh,
+        rules=rules,
+    )
 
 
 @jax.tree_util.register_dataclass

@@ -22,7 +22,7 @@ import numpy as np
 
 from memjax.models import decoder
 from memjax.models.config import DecoderConfig
-from memjax.models.kv_cache import KVCache, init_cache
+from memjax.models.kv_cache import KVCache
 from memjax.models.params import tree_map_info
 from memjax.parallel import SAMPLING_RULES, named_sharding, normalize_rules
 from memjax.sampling import loop
@@ -39,7 +39,7 @@ class SampleState:
     token, not yet fed) and that token's position, the token history, and the call's settings
     (so `continue_(state, chunks, sampling, rng)` needs nothing else)."""
 
-    cache: KVCache
+    cache: KVCache | None  # None before the first prefill
     pending: jax.Array  # [N] int32
     pending_position: jax.Array  # [N] int32
     history: list[list[int]]  # per row: every token so far (prompt, completions, chunks)
@@ -104,12 +104,12 @@ def _stop_arrays(eos_ids, stop_strings, tokenizer):
 
 def _finish(result: loop.DecodeResult, state: SampleState, sampling: SamplingParams):
     """Device result -> SampleOutput; cuts rows exactly at stop strings the device missed."""
-    tokens = np.asarray(result.tokens)
-    logprobs = np.asarray(result.logprobs)
-    lengths = np.asarray(result.lengths).copy()
+    tokens = np.array(result.tokens)
+    logprobs = np.array(result.logprobs)
+    lengths = np.array(result.lengths)
     reasons = [REASONS[int(r)] for r in np.asarray(result.reason)]
-    pending = np.asarray(result.pending).copy()
-    pending_position = np.asarray(result.pending_position).copy()
+    pending = np.array(result.pending)
+    pending_position = np.array(result.pending_position)
     cache = result.cache
     # Token j of a row sits in cache slot first_slot + j (the last token of a row is pending,
     # not in the cache); the loop ran max(lengths) steps and fed all but the last token.
@@ -131,7 +131,7 @@ def _finish(result: loop.DecodeResult, state: SampleState, sampling: SamplingPar
             pending_position[i] -= lengths[i] - n
             pending[i] = tokens[i, n - 1]
             if valid is None:
-                valid = np.asarray(cache.valid).copy()
+                valid = np.array(cache.valid)
             valid[i, first_slot + n - 1 :] = False
             tokens[i, n:] = state.pad_id
             logprobs[i, n:] = 0.0
@@ -155,22 +155,21 @@ def _run(state: SampleState, chunks, starts, sampling, rng, group_size):
     length = bucket_length(max(len(c) for c in chunks))
     tokens, mask = left_pad(chunks, length, state.pad_id)
     positions = positions_after(mask, np.asarray(starts))
-    cache = state.cache
-    needed = int(cache.index) + length + sampling.max_new_tokens
-    if needed > cache.size:
-        cache = grow_cache(cache, cache_length(needed))
     rules = normalize_rules(state.rules) if state.rules is not None else None
-    logits, cache = loop.prefill(
-        state.params,
-        jnp.asarray(tokens),
-        jnp.asarray(mask),
-        jnp.asarray(positions),
-        cache,
-        cfg=state.cfg,
-        group_size=group_size,
-        mesh=state.mesh,
-        rules=rules,
-    )
+    common = dict(cfg=state.cfg, group_size=group_size, mesh=state.mesh, rules=rules)
+    inputs = (jnp.asarray(tokens), jnp.asarray(mask), jnp.asarray(positions))
+    if state.cache is None:
+        size = cache_length(length + sampling.max_new_tokens)
+        per_layer = isinstance(state.params["layers"], (list, tuple))
+        logits, cache = loop.prefill_new(
+            state.params, *inputs, cache_size=size, per_layer=per_layer, **common
+        )
+    else:
+        cache = state.cache
+        needed = int(cache.index) + length + sampling.max_new_tokens
+        if needed > cache.size:
+            cache = grow_cache(cache, cache_length(needed))
+        logits, cache = loop.prefill(state.params, *inputs, cache, **common)
     eos, stops = _stop_arrays(state.eos_ids, state.stop_strings, state.tokenizer)
     first_positions = np.repeat(positions[:, -1] + 1, group_size)
     result = loop.decode(
@@ -232,11 +231,8 @@ def sample(
     if mesh is not None and rules is None:
         rules = SAMPLING_RULES
     params = prepare_params(params, cfg, mesh=mesh, rules=rules)
-    length = bucket_length(max(len(p) for p in prompts))
-    size = cache_length(length + sampling.max_new_tokens)
-    per_layer = isinstance(params["layers"], (list, tuple))
     state = SampleState(
-        cache=init_cache(cfg, len(prompts), size, per_layer=per_layer),
+        cache=None,
         pending=jnp.zeros(len(prompts), jnp.int32),
         pending_position=jnp.zeros(len(prompts), jnp.int32),
         history=[list(p) for p in prompts for _ in range(group_size)],
