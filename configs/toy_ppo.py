@@ -19,6 +19,7 @@ def get_config() -> ConfigDict:
     c.group_size = 4  # PPO needs no groups; fewer samples per prompt, more prompts
     c.prompts_per_step = 32
     c.epochs = 2
+    c.num_steps = 50
     c.advantage = ConfigDict(dict(gamma=1.0, lam=0.95, whiten=True))
     c.value_clip = 0.2
     c.critic_optimizer = ConfigDict(
