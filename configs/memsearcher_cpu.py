@@ -3,9 +3,13 @@ retrieving from the sample's own paragraphs (a closed corpus) with the packaged 
 
     python -m memjax.launch --config=configs/memsearcher_cpu.py --workdir=/tmp/ms_cpu
 
-The data path points at the shared sample (`../shared/data`); users pass their own copy with
---config.data.train.hotpotqa=PATH. Batch, group and lengths are cut to CPU size; the RL
-coefficients stay the paper's.
+    python -m memjax.launch --config=configs/memsearcher_cpu.py --workdir=/tmp/ms_cpu_eval \
+        --config.job=memsearcher.eval --config.data.max_examples=100
+
+The data path points at the shared sample (`../shared/data`, relative to the working directory
+or else to the repository root); users pass their own copy with --config.data.train.hotpotqa=PATH.
+The first run writes the pooled-paragraph corpus and its MiniLM index to /tmp; later runs reuse
+them. Batch, turns and lengths are cut to CPU size; G and the RL coefficients stay the paper's.
 """
 
 from ml_collections import ConfigDict
@@ -34,17 +38,25 @@ def get_config() -> ConfigDict:
     config.retriever.default_top_n = 3
     config.retriever.max_top_n = 3
 
-    # The paper's memory cap (1024) stays; 5 evaluation turns keep a CPU run short.
+    # The paper's memory cap (1024) stays; 3 training and 5 evaluation turns keep a CPU run
+    # short (each call writes at most 128 tokens, so memories stay far below the cap).
+    config.agent.max_turns_train = 3
     config.agent.max_turns_eval = 5
 
-    config.rollout.group_size = 4
+    config.rollout.group_size = 5  # the paper's G
     config.rollout.max_tokens_per_call = 128
-    config.rollout.max_prompt_length = 1024
-    config.rollout.max_response_length = 1024
+    # A context: ~430 prompt tokens (system prompt with the tool schema, question, memory), then
+    # action (128) + tool response with 3 passages (~500) + memory update (128).
+    config.rollout.max_prompt_length = 640
+    config.rollout.max_response_length = 896
     config.eval_sampling.max_tokens_per_call = 128
+    config.eval.batch_size = 20
+    config.eval.max_context_tokens = 8192  # SmolLM2's window
 
     config.optimizer.learning_rate = 1e-6
-    config.train.batch_size = 4
-    config.train.mini_batch_size = 4
-    config.train.save_every_steps = 10
+    config.train.batch_size = 2  # questions per step (x G rollouts, x contexts rows)
+    config.train.mini_batch_size = 2
+    config.train.micro_batches = 2
+    config.train.num_steps = 8
+    config.train.save_every_steps = 4
     return config

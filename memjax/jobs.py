@@ -15,6 +15,8 @@ JOBS: dict[str, str] = {
     "rl.train": "memjax.rl.toy:train_job",
     "index.build": "memjax.memory.corpus:build_index_job",
     "retriever.serve": "memjax.memory.server:serve_job",
+    "memsearcher.train": "memjax.agents.memsearcher.train_job:train_job",
+    "memsearcher.eval": "memjax.agents.memsearcher.eval_job:eval_job",
 }
 
 

@@ -83,6 +83,12 @@ def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") 
     config.eval_sampling.temperature = 0.0  # greedy
     config.eval_sampling.max_tokens_per_call = 512
 
+    # memsearcher.eval: MemSearcher against the growing-context baselines and plain RAG.
+    config.eval = ConfigDict()
+    config.eval.agents = "memsearcher,search_r1,react,rag"
+    config.eval.batch_size = 64  # questions whose episodes run in lock-step
+    config.eval.max_context_tokens = 32768  # Qwen2.5's window; a longer context fails its call
+
     config.optimizer = ConfigDict()
     config.optimizer.learning_rate = 1e-6
     config.optimizer.schedule = "constant"
@@ -105,6 +111,9 @@ def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") 
     config.train.mini_batch_size = 128
     config.train.ppo_epochs = 1
     config.train.total_epochs = 1
+    config.train.num_steps = 0  # 0: total_epochs over the training sets
+    config.train.micro_batches = 1  # per mini-batch; more saves activation memory
+    config.train.vocab_chunk = 4096  # log-probs computed over the vocabulary in chunks
     config.train.advantage_eps = 1e-6  # A = (R - mean_G) / (std_G + eps), unbiased std
     config.train.save_every_steps = 20
     return config

@@ -1,0 +1,62 @@
+"""Episodes of MemSearcher and of its baselines, built from one config so that all agents share
+the retriever settings (top-n) and the turn limit, and differ only in how they keep context.
+
+Search-R1 retrieves `retriever.default_top_n` passages per search (its own default is 3), ReAct
+uses MemSearcher's tool and settings, and plain RAG retrieves as many once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ml_collections import ConfigDict
+
+from memjax.agents.episode import Episode
+from memjax.agents.memsearcher.episode import MemSearcherEpisode
+from memjax.agents.memsearcher.recipe import settings_from_config
+from memjax.agents.rag import RagSettings, make_rag_episodes
+from memjax.agents.react import ReActEpisode, ReActSettings
+from memjax.agents.retrieval import Retriever
+from memjax.agents.search_r1 import SearchR1Episode, SearchR1Settings
+
+AGENTS = ("memsearcher", "search_r1", "react", "rag")
+SEQUENTIAL = ("memsearcher", "search_r1", "react")  # the multi-turn agents
+
+
+def parse_agents(names: str) -> list[str]:
+    agents = [a.strip() for a in str(names).split(",") if a.strip()]
+    unknown = [a for a in agents if a not in AGENTS]
+    if unknown or not agents:
+        raise ValueError(f"config.eval.agents={names!r}: choose from {', '.join(AGENTS)}")
+    return agents
+
+
+def episode_factory(
+    agent: str, config: ConfigDict, count_tokens: Callable[[str], int], evaluation: bool
+) -> Callable[[str], Episode]:
+    """question -> a fresh episode of a multi-turn agent."""
+    settings = settings_from_config(config, evaluation=evaluation)
+    if agent == "memsearcher":
+        return lambda q: MemSearcherEpisode(q, count_tokens, settings)
+    if agent == "search_r1":
+        sr1 = SearchR1Settings(max_turns=settings.max_turns, top_k=settings.search.default_top_n)
+        return lambda q: SearchR1Episode(q, sr1)
+    if agent == "react":
+        react = ReActSettings(max_turns=settings.max_turns, search=settings.search)
+        return lambda q: ReActEpisode(q, react)
+    raise ValueError(f"no multi-turn episode for agent {agent!r}; choose from {SEQUENTIAL}")
+
+
+def make_episodes(
+    agent: str,
+    questions: Sequence[str],
+    config: ConfigDict,
+    retriever: Retriever,
+    count_tokens: Callable[[str], int],
+    evaluation: bool = True,
+) -> list[Episode]:
+    if agent == "rag":
+        k = int(config.retriever.default_top_n)
+        return make_rag_episodes(questions, retriever, RagSettings(top_k=k))
+    factory = episode_factory(agent, config, count_tokens, evaluation)
+    return [factory(q) for q in questions]

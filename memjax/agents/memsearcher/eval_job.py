@@ -1,0 +1,177 @@
+"""The `memsearcher.eval` job: EM / F1 per dataset and context tokens per turn, for MemSearcher
+against the growing-context baselines (Search-R1, ReAct) and plain RAG, with one model and one
+retriever.
+
+    python -m memjax.launch --config=configs/memsearcher_cpu.py --workdir=/tmp/ms_eval \
+        --config.job=memsearcher.eval --config.data.max_examples=100
+
+Episodes run in lock-step batches: every round, the live episodes' calls go to the policy in
+one batch and their searches to the retriever in one call per top-k. The policy is any function
+`(calls, rng) -> outputs`; the job uses memjax's sampler (greedy at temperature 0, as the
+papers' eval scripts), tests use scripted ones. Writes to WORKDIR/eval:
+qa_scores.{md,json}, tokens_per_turn.{md,json,png} and predictions.jsonl.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import jax
+from absl import logging
+from ml_collections import ConfigDict
+
+from memjax.agents.episode import Episode, ModelCall, ModelOutput, advance
+from memjax.agents.memsearcher import job_setup
+from memjax.agents.memsearcher.agent_factory import make_episodes, parse_agents
+from memjax.agents.retrieval import Retriever
+from memjax.agents.transcript import chat_format, turn_token_counts
+from memjax.data.qa import QAExample
+from memjax.eval import search_agent_report
+from memjax.eval.search_agent_report import EvaluatedEpisode
+
+BatchPolicy = Callable[[Sequence[ModelCall], jax.Array], list[ModelOutput]]
+
+
+def per_call(policy: Callable[[ModelCall], ModelOutput]) -> BatchPolicy:
+    """A batch policy from a per-call one (scripted policies)."""
+    return lambda calls, rng: [policy(call) for call in calls]
+
+
+def drive(
+    episodes: Sequence[Episode],
+    policy: BatchPolicy,
+    retriever: Retriever,
+    rng: jax.Array,
+    max_rounds: int = 1000,
+) -> None:
+    """Runs episodes to the end: one batched policy call and one batched search per round."""
+    for round_ in range(max_rounds):
+        live = [e for e in episodes if not e.done]
+        if not live:
+            return
+        outputs = policy([e.current_call() for e in live], jax.random.fold_in(rng, round_))
+        advance(live, outputs, retriever)
+    raise RuntimeError(f"episodes still running after {max_rounds} rounds")
+
+
+def evaluate(
+    agents: Sequence[str],
+    sets: dict[str, list[QAExample]],
+    config: ConfigDict,
+    policy: BatchPolicy,
+    retriever: Retriever,
+    count_tokens: Callable[[str], int],
+    rng: jax.Array,
+    batch_size: int,
+    progress: bool = False,
+) -> list[EvaluatedEpisode]:
+    """Every agent on every question, in batches of `batch_size` questions."""
+    jobs = [
+        (agent, name, examples[i : i + batch_size])
+        for agent in agents
+        for name, examples in sets.items()
+        for i in range(0, len(examples), batch_size)
+    ]
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=sum(len(chunk) for _, _, chunk in jobs), desc="eval", unit="question")
+    out = []
+    for j, (agent, name, chunk) in enumerate(jobs):
+        t0 = time.perf_counter()
+        questions = [e.question for e in chunk]
+        episodes = make_episodes(agent, questions, config, retriever, count_tokens)
+        drive(episodes, policy, retriever, jax.random.fold_in(rng, j))
+        for example, episode in zip(chunk, episodes):
+            result = episode.result(example.golden_answers)
+            out.append(EvaluatedEpisode(agent, name, example.golden_answers, result))
+        logging.info(
+            "%s on %s: %d questions in %.1fs", agent, name, len(chunk), time.perf_counter() - t0
+        )
+        if bar is not None:
+            bar.set_postfix(agent=agent)
+            bar.update(len(chunk))
+    if bar is not None:
+        bar.close()
+    return out
+
+
+def prediction_rows(episodes: Sequence[EvaluatedEpisode], fmt) -> list[dict]:
+    """One JSON row per (agent, question): the answer, reward, stop reason, searches and the
+    context tokens at each turn."""
+    return [
+        {
+            "agent": e.agent,
+            "dataset": e.dataset,
+            "question": e.result.question,
+            "golden_answers": list(e.golden_answers),
+            "answer": e.result.answer,
+            "reward": e.result.reward,
+            "stop_reason": e.result.stop_reason,
+            "format_valid": e.result.format_valid,
+            "searches": e.result.searches,
+            "turn_tokens": turn_token_counts(e.result.turn_contexts, fmt),
+        }
+        for e in episodes
+    ]
+
+
+def write_outputs(episodes: Sequence[EvaluatedEpisode], tokenizer, directory: Path) -> dict:
+    fmt = chat_format(tokenizer)
+    report = search_agent_report.summarize(episodes, fmt)
+    paths = search_agent_report.write(report, directory)
+    predictions = directory / "predictions.jsonl"
+    with open(predictions, "w", encoding="utf-8") as f:
+        for row in prediction_rows(episodes, fmt):
+            f.write(json.dumps(row) + "\n")
+    paths["predictions"] = predictions
+    return paths
+
+
+def eval_job(config: ConfigDict, workdir: str | None) -> dict:
+    """Evaluates `config.eval.agents` on `config.data.eval`; prints both tables."""
+    from memjax.agents.sampler_adapter import SamplerPolicy, sampling_params
+
+    if not workdir:
+        raise SystemExit("memsearcher.eval: --workdir is required (tables, plot, predictions)")
+    agents = parse_agents(config.eval.agents)
+    sets = job_setup.load_qa_sets(config.data, "eval")
+    retriever = job_setup.make_retriever(config)
+    model = job_setup.load_policy_model(config)
+    tokenizer = model.tokenizer
+    sampling = sampling_params(config.eval_sampling)
+    policy = SamplerPolicy(
+        model.params,
+        model.cfg,
+        tokenizer,
+        sampling,
+        max_prompt_tokens=int(config.eval.max_context_tokens) - sampling.max_new_tokens,
+    )
+    t0 = time.perf_counter()
+    episodes = evaluate(
+        agents,
+        sets,
+        config,
+        policy,
+        retriever,
+        lambda text: len(tokenizer.encode(text)),
+        jax.random.key(int(config.seed)),
+        int(config.eval.batch_size),
+        progress=True,
+    )
+    directory = Path(workdir) / "eval"
+    paths = write_outputs(episodes, tokenizer, directory)
+    print(paths["scores_markdown"].read_text())
+    print(paths["markdown"].read_text())
+    summary = {
+        "questions": sum(len(v) for v in sets.values()),
+        "agents": agents,
+        "overflowed_calls": policy.overflows,
+        "wall_s": round(time.perf_counter() - t0, 1),
+    }
+    print(json.dumps(summary), flush=True)
+    return {"paths": paths, **summary}

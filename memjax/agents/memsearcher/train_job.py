@@ -1,0 +1,170 @@
+"""The `memsearcher.train` job: multi-context GRPO through the RL core's trainer.
+
+Every context of a trajectory is a training row (`EpisodeEnv` closes a context whenever
+MemSearcher rebuilds it from question + memory); the reward comes from the final context; the
+trajectory's advantage (R - group mean) / (unbiased group std + 1e-6) over G rollouts is copied
+to all its contexts; only the model's own tokens are trained (tool responses, prompts and
+rebuilt contexts are masked); token-mean aggregation, k3 KL 0.001 and entropy 0.001 from the
+config's `loss` section.
+
+The recipe config (memjax.agents.memsearcher.recipe) speaks the paper's terms (questions per
+batch, mini-batch, rollouts per question, lengths); `trainer_config` translates them into the
+trainer's fields.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ml_collections import ConfigDict
+
+from memjax.agents.episode_env import EpisodeEnv
+from memjax.agents.memsearcher import job_setup
+from memjax.agents.memsearcher.agent_factory import SEQUENTIAL, episode_factory
+from memjax.agents.sampler_adapter import make_rollout_generate, sampling_params
+
+
+def trainer_config(config: ConfigDict, num_train_examples: int) -> ConfigDict:
+    """The trainer's config (see memjax.rl.trainer) for this recipe and training-set size."""
+    train, rollout = config.train, config.rollout
+    if train.batch_size % train.mini_batch_size:
+        raise ValueError(
+            f"config.train.batch_size={train.batch_size} is not a multiple of "
+            f"config.train.mini_batch_size={train.mini_batch_size}"
+        )
+    if train.algorithm != "multi_context_grpo":
+        raise ValueError(f"config.train.algorithm={train.algorithm!r}; only multi_context_grpo")
+    steps = int(train.num_steps) or max(
+        1, int(train.total_epochs) * num_train_examples // int(train.batch_size)
+    )
+    c = ConfigDict()
+    c.algo = "grpo"
+    c.seed = int(config.seed)
+    c.num_steps = steps
+    c.prompts_per_step = int(train.batch_size)
+    c.group_size = int(rollout.group_size)
+    c.epochs = int(train.ppo_epochs)
+    # One optimizer update per mini-batch of questions, as verl's ppo_mini_batch_size.
+    c.mini_batches = int(train.batch_size) // int(train.mini_batch_size)
+    c.micro_batches = int(train.micro_batches)
+    c.seq_len = int(rollout.max_prompt_length) + int(rollout.max_response_length)
+    c.vocab_chunk = int(train.vocab_chunk)
+    c.old_logprobs = "trainer"  # recomputed; the sampler's are logged as the gap metric
+    c.sampling = ConfigDict(
+        {
+            "temperature": float(rollout.temperature),
+            "top_k": int(rollout.top_k),
+            "top_p": float(rollout.top_p),
+            "max_new_tokens": int(rollout.max_tokens_per_call),
+        }
+    )
+    c.loss = ConfigDict(config.loss.to_dict())
+    c.advantage = ConfigDict({"scaling": "group", "ddof": 1, "epsilon": train.advantage_eps})
+    c.optimizer = ConfigDict(config.optimizer.to_dict())
+    c.eval_every = 0
+    c.checkpoint_every = int(train.save_every_steps)
+    c.keep_last = 2
+    c.keep_best = 0
+    c.plot_every = 1
+    c.mesh = None if _single_device(config.mesh) else ConfigDict(config.mesh.to_dict())
+    c.stop_after = None
+    return c
+
+
+def _single_device(mesh: ConfigDict) -> bool:
+    import jax
+
+    return jax.device_count() == 1 or all(int(v) == 1 for v in mesh.values())
+
+
+def memsearcher_env(config: ConfigDict, tokenizer, retriever, agent: str = "memsearcher"):
+    """The training environment: MemSearcher (or a growing-context baseline) episodes over
+    token ids, with the training turn limit."""
+    if agent not in SEQUENTIAL:
+        raise ValueError(f"cannot train agent {agent!r}; choose from {SEQUENTIAL}")
+    count = lambda text: len(tokenizer.encode(text))
+    factory = episode_factory(agent, config, count, evaluation=False)
+    turns = int(config.agent.max_turns_train)
+    rollout = config.rollout
+    seq_len = int(rollout.max_prompt_length) + int(rollout.max_response_length)
+    return EpisodeEnv(
+        lambda example: factory(example["question"]),
+        tokenizer,
+        retriever,
+        # MemSearcher makes two calls per context (action, memory update); one spare call so
+        # the episode's own turn limit, not the rollout loop's, ends it.
+        max_calls=2 * turns + 1,
+        max_context_tokens=seq_len - int(rollout.max_tokens_per_call),
+    )
+
+
+def train_memsearcher(
+    config: ConfigDict,
+    workdir: str | Path,
+    *,
+    params,
+    cfg,
+    tokenizer,
+    retriever,
+    train_rows: list[dict],
+    generate=None,
+    progress: bool = True,
+) -> dict:
+    """Multi-context GRPO of `params` on `train_rows` (QA row dicts); `generate` defaults to
+    memjax's sampler through the adapter. Writes workdir/reward_curve.{png,json}."""
+    from memjax.parallel import make_mesh
+    from memjax.rl.trainer import train
+
+    workdir = Path(workdir)
+    env = memsearcher_env(config, tokenizer, retriever, config.agent.name)
+    tconfig = trainer_config(config, len(train_rows))
+    if generate is None:
+        mesh = make_mesh(tconfig.mesh.to_dict()) if tconfig.mesh is not None else None
+        sampling = sampling_params(config.rollout, greedy=False)
+        generate = make_rollout_generate(cfg, tokenizer, sampling, mesh=mesh)
+    result = train(
+        tconfig,
+        workdir,
+        env=env,
+        params=params,
+        cfg=cfg,
+        train_examples=train_rows,
+        eos_ids=tokenizer.eos_ids,
+        pad_id=tokenizer.pad_id,
+        generate=generate,
+        progress=progress,
+    )
+    write_reward_curve(result["history"], workdir / "reward_curve.json")
+    return result
+
+
+def train_job(config: ConfigDict, workdir: str | None) -> dict:
+    """The job: data, retriever and model from the config; prints a JSON summary line last."""
+    from memjax.rl.trainer import summary_line
+
+    if not workdir:
+        raise SystemExit("memsearcher.train: --workdir is required (checkpoints, curves)")
+    sets = job_setup.load_qa_sets(config.data, "train")
+    rows = [e.to_row() for examples in sets.values() for e in examples]
+    retriever = job_setup.make_retriever(config)
+    model = job_setup.load_policy_model(config)
+    result = train_memsearcher(
+        config,
+        workdir,
+        params=model.params,
+        cfg=model.cfg,
+        tokenizer=model.tokenizer,
+        retriever=retriever,
+        train_rows=rows,
+    )
+    print(summary_line(result), flush=True)
+    return result
+
+
+def write_reward_curve(history: list[dict], path: Path) -> None:
+    """The per-step numbers behind reward_curve.png (reward, its std, contexts per trajectory,
+    and the environment's counts)."""
+    keep = ("step", "reward", "reward_std", "contexts", "completion_tokens", "step_s")
+    rows = [{k: v for k, v in h.items() if k in keep or k.startswith("env/")} for h in history]
+    path.write_text(json.dumps(rows, indent=1))
