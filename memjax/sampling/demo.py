@@ -1,34 +1,15 @@
-"""The `model.generate` job: load a model and print its greedy answer to chat prompts."""
+"""The `model.generate` job: load a model and answer chat prompts with the on-device sampler."""
 
 from __future__ import annotations
 
 import time
 
 import jax
-import jax.numpy as jnp
 
 from memjax.checkpoints import load_model
-from memjax.models import decoder
-from memjax.models.kv_cache import init_cache
-
-
-def greedy_generate(params, cfg, prompt: list[int], max_new_tokens: int, eos_ids) -> list[int]:
-    """Greedy decoding of one prompt with a KV cache (a plain loop of jitted steps)."""
-    size = len(prompt) + max_new_tokens
-    cache = init_cache(cfg, 1, size)
-    step = jax.jit(decoder.forward, static_argnames=("cfg",), donate_argnames=("cache",))
-    tokens = jnp.asarray([prompt], jnp.int32)
-    positions = jnp.arange(len(prompt), dtype=jnp.int32)[None]
-    logits, cache = step(params, tokens, positions, cfg, cache=cache)
-    out = []
-    for i in range(max_new_tokens):
-        token = int(jnp.argmax(logits[0, -1]))
-        out.append(token)
-        if token in eos_ids:
-            break
-        position = jnp.asarray([[len(prompt) + i]], jnp.int32)
-        logits, cache = step(params, jnp.asarray([[token]], jnp.int32), position, cfg, cache=cache)
-    return out
+from memjax.sampling.chat import generate_chat
+from memjax.sampling.sampler import prepare_params
+from memjax.sampling.sampling_params import SamplingParams
 
 
 def generate_job(config, workdir) -> None:
@@ -36,11 +17,24 @@ def generate_job(config, workdir) -> None:
     t0 = time.perf_counter()
     model = load_model(config.model.source, param_dtype=config.model.param_dtype)
     print(f"loaded {model.path.name} in {time.perf_counter() - t0:.1f}s")
-    for prompt in config.prompts:
-        ids = model.tokenizer.chat([{"role": "user", "content": prompt}])
-        t0 = time.perf_counter()
-        out = greedy_generate(
-            model.params, model.cfg, ids, config.max_new_tokens, model.tokenizer.eos_ids
-        )
-        dt = time.perf_counter() - t0
-        print(f"\n> {prompt}\n{model.tokenizer.decode(out)}\n({len(out)} tokens, {dt:.1f}s)")
+    params = prepare_params(model.params, model.cfg)
+    sampling = SamplingParams(
+        max_new_tokens=config.max_new_tokens,
+        greedy=config.get("temperature", 0.0) == 0.0,
+        temperature=config.get("temperature", 0.0) or 1.0,
+    )
+    conversations = [[{"role": "user", "content": p}] for p in config.prompts]
+    t0 = time.perf_counter()
+    out = generate_chat(
+        params,
+        model.tokenizer,
+        conversations,
+        sampling,
+        jax.random.key(config.seed),
+        cfg=model.cfg,
+    )
+    dt = time.perf_counter() - t0
+    for prompt, text, n in zip(config.prompts, out.texts, out.output.lengths):
+        print(f"\n> {prompt}\n{text}\n({n} tokens)")
+    total = int(out.output.lengths.sum())
+    print(f"\n{len(config.prompts)} prompts, {total} tokens in {dt:.1f}s (compile included)")
