@@ -221,7 +221,11 @@ def forward_hidden(
     if token_mask is None:
         token_mask = jnp.ones((B, T), jnp.bool_)
     token_mask = token_mask.astype(jnp.bool_)
-    x = params["embed"].astype(cfg.dtype)[tokens]  # [B, T, D]
+    # Gather the table's fsdp shards before the lookup (as for every weight): a lookup into an
+    # embed-sharded table yields embed-sharded rows, which the partitioner cannot move onto the
+    # batch-sharded layout below without fully rematerialising them.
+    table = constrain(params["embed"].astype(cfg.dtype), ("vocab", None), mesh, rules)  # [V, D]
+    x = table[tokens]  # [B, T, D]
     x = constrain(x, ("batch", "seq", None), mesh, rules)
     cos, sin = rope_tables(
         positions, inverse_frequencies(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
