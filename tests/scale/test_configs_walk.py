@@ -17,8 +17,6 @@ PLANNED_JOBS = {
     "memory_r1.train_manager",
     "memory_r1.train_answer",
     "memory_r1.eval",
-    "memsearcher.train",
-    "memsearcher.eval",
 }
 
 

@@ -1,0 +1,196 @@
+"""The memsearcher.eval and memsearcher.train jobs on a HotpotQA-layout file written here: the
+closed corpus and its MiniLM index are built by the job's setup, the retriever runs in-process
+or over HTTP with the same results, scripted policies drive all four agents, and (heavy) a tiny
+random model runs both jobs end to end through the real sampler."""
+
+import json
+import runpy
+import threading
+
+import pytest
+
+from memjax import jobs
+from memjax.agents.episode import ModelOutput
+from memjax.agents.memsearcher import job_setup
+from memjax.agents.memsearcher import prompts as ms_prompts
+from memjax.agents.memsearcher.eval_job import evaluate, per_call, prediction_rows, write_outputs
+from memjax.agents.rag import SYSTEM_PROMPT as RAG_PROMPT
+from memjax.agents.react import SYSTEM_PROMPT as REACT_PROMPT
+from memjax.agents.transcript import chat_format
+from memjax.data.corpus import read_corpus
+from tests.agents.conftest import tiny_decoder
+from tests.agents.scripted import boxed, memory, tool_call
+
+PARAGRAPHS = {
+    "Denise Levertov": [
+        "Denise Levertov was a British-born American poet.",
+        " She was born in 1923.",
+    ],
+    "Harvey Pekar": ["Harvey Pekar was an American comic book writer.", " He was born in 1939."],
+    "Nile": ["The Nile is a major river.", " It flows north through northeastern Africa."],
+    "Bach": ["Johann Sebastian Bach was a German composer of the Baroque period."],
+}
+QUESTIONS = [
+    (
+        "q1",
+        "Between Harvey Pekar and Denise Levertov who was born earlier",
+        "Denise Levertov",
+        ["Denise Levertov", "Harvey Pekar", "Bach"],
+    ),
+    ("q2", "Which river flows north through northeastern Africa", "Nile", ["Nile", "Bach"]),
+]
+GOLD = {f"{q}?": a for _, q, a, _ in QUESTIONS}
+CPU_CONFIG = job_setup.REPO_ROOT / "configs" / "memsearcher_cpu.py"
+
+
+def hotpot_row(qid, question, answer, titles):
+    return {
+        "id": qid,
+        "question": question,
+        "answer": answer,
+        "type": "bridge",
+        "level": "hard",
+        "supporting_facts": {"title": [titles[0]], "sent_id": [0]},
+        "context": {"title": titles, "sentences": [PARAGRAPHS[t] for t in titles]},
+    }
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("hotpot")
+    data = tmp / "hotpot.jsonl"
+    data.write_text("".join(json.dumps(hotpot_row(*q)) + "\n" for q in QUESTIONS))
+    c = runpy.run_path(str(CPU_CONFIG))["get_config"]()
+    c.data.train.hotpotqa = str(data)
+    c.data.eval.hotpotqa = str(data)
+    c.retriever.corpus = str(tmp / "corpus.jsonl")
+    c.retriever.index_dir = str(tmp / "index")
+    c.retriever.default_top_n = 2
+    c.retriever.max_top_n = 2
+    c.agent.max_turns_eval = 3
+    return c
+
+
+def scripted(call):
+    """Searches once with the question, then answers it (MemSearcher through its memory)."""
+    first = call.messages[0]["content"]
+    if first == ms_prompts.SYSTEM_PROMPT:
+        question = call.messages[1]["content"].split("<question> ")[1].split(" </question>")[0]
+        last = call.messages[-1]["content"]
+        if last.startswith("<tool_response>"):
+            return ModelOutput(memory(last.split("\n")[1][:80]), True)
+        if "<memory>  </memory>" in call.messages[1]["content"]:
+            return ModelOutput(tool_call(question), True)
+        return ModelOutput(boxed(GOLD[question]), True)
+    if first == REACT_PROMPT:
+        question = call.messages[1]["content"].removeprefix("Question: ")
+        if len(call.messages) > 2:
+            return ModelOutput(boxed(GOLD[question]), True)
+        return ModelOutput(tool_call(question), True)
+    if first.startswith(RAG_PROMPT[:30]):
+        question = call.messages[1]["content"].removeprefix("Question: ")
+        return ModelOutput(boxed(GOLD[question]), True)
+    question = first.split("Question: ")[1].strip()  # Search-R1's single user prompt
+    if "<information>" in call.assistant_prefix:
+        return ModelOutput(f"<think>Found.</think>\n<answer> {GOLD[question]} </answer>", True)
+    return ModelOutput(f"<think>Search.</think>\n<search> {question} </search>", False)
+
+
+def test_eval_over_closed_corpus_in_process_and_http_agree(config, smollm2_tokenizer, tmp_path):
+    import jax
+
+    from memjax.memory.server import RetrievalService, make_server
+
+    sets = job_setup.load_qa_sets(config.data, "eval")
+    assert [e.question for e in sets["hotpotqa"]] == list(GOLD)  # `?` appended
+    local = job_setup.make_retriever(config)  # writes the corpus, builds the index
+    corpus = read_corpus(config.retriever.corpus)
+    assert len(corpus) == len(PARAGRAPHS)  # paragraphs shared by questions are pooled once
+    srv = make_server(RetrievalService(local), "127.0.0.1", 0, max_body_bytes=1 << 16)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        host, port = srv.server_address[:2]
+        config.retriever.kind = "http"
+        config.retriever.url = f"http://{host}:{port}"
+        remote = job_setup.make_retriever(config)
+        count = lambda s: len(smollm2_tokenizer.encode(s))
+        agents = ["memsearcher", "search_r1", "react", "rag"]
+        runs = [
+            evaluate(agents, sets, config, per_call(scripted), r, count, jax.random.key(0), 1)
+            for r in (local, remote)
+        ]
+    finally:
+        config.retriever.kind = "in_process"
+        srv.shutdown()
+        srv.server_close()
+    fmt = chat_format(smollm2_tokenizer)
+    rows_local, rows_http = (prediction_rows(run, fmt) for run in runs)
+    assert rows_local == rows_http
+    by_agent = {}
+    for row in rows_local:
+        by_agent.setdefault(row["agent"], []).append(row)
+    for agent in agents:
+        assert [r["answer"] for r in by_agent[agent]] == list(GOLD.values()), agent
+    assert [len(r["turn_tokens"]) for r in by_agent["memsearcher"]] == [2, 2]
+    assert by_agent["memsearcher"][0]["searches"] == [list(GOLD)[0]]
+    # The growing baseline's second turn holds its first; MemSearcher's is rebuilt.
+    react = by_agent["react"][0]["turn_tokens"]
+    assert react[1] > react[0]
+
+    paths = write_outputs(runs[0], smollm2_tokenizer, tmp_path)
+    scores = json.loads(paths["scores_json"].read_text())
+    assert {a: [round(r["em"], 6) for r in rows] for a, rows in scores.items()} == {
+        a: [1.0] for a in agents
+    }
+    turns = json.loads(paths["json"].read_text())
+    assert [t["turn"] for t in turns["memsearcher"]] == [1, 2]
+    assert paths["plot"].stat().st_size > 0
+    assert len(paths["predictions"].read_text().splitlines()) == 4 * len(GOLD)
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(smollm2_tokenizer, tmp_path_factory):
+    """A 2-layer random Llama over SmolLM2's vocabulary, as an HF directory with its tokenizer."""
+    from memjax.checkpoints.decoder_io import export_hf_decoder
+
+    params, cfg = tiny_decoder(smollm2_tokenizer.vocab_size, seed=2)
+    directory = tmp_path_factory.mktemp("tiny") / "model"
+    export_hf_decoder(params, cfg, directory)
+    smollm2_tokenizer.hf.save_pretrained(str(directory))
+    return directory
+
+
+@pytest.mark.heavy
+def test_jobs_end_to_end_on_a_tiny_model(config, tiny_checkpoint, tmp_path, capsys):
+    config.model.source = str(tiny_checkpoint)
+    config.eval_sampling.max_tokens_per_call = 8
+    config.eval.batch_size = 2
+    config.agent.max_turns_eval = 2
+    jobs.resolve("memsearcher.eval")(config, str(tmp_path / "eval_run"))
+    out = capsys.readouterr().out
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["questions"] == 2 and summary["agents"] == [
+        "memsearcher",
+        "search_r1",
+        "react",
+        "rag",
+    ]
+    scores = json.loads((tmp_path / "eval_run/eval/qa_scores.json").read_text())
+    assert all(rows[0]["count"] == 2 for rows in scores.values())
+    predictions = (tmp_path / "eval_run/eval/predictions.jsonl").read_text().splitlines()
+    assert len(predictions) == 8
+
+    config.rollout.max_tokens_per_call = 8
+    config.rollout.group_size = 2
+    config.train.batch_size = 1
+    config.train.mini_batch_size = 1
+    config.train.micro_batches = 1
+    config.train.num_steps = 1
+    config.train.vocab_chunk = 8192
+    jobs.resolve("memsearcher.train")(config, str(tmp_path / "train_run"))
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["steps"] == 1
+    curve = json.loads((tmp_path / "train_run/reward_curve.json").read_text())
+    assert len(curve) == 1 and 0.0 <= curve[0]["reward"] <= 1.0
+    assert (tmp_path / "train_run/checkpoints").is_dir()
