@@ -216,6 +216,10 @@ def forward_hidden(
     padded query rows produce garbage that callers mask out, never NaN. With `cache`, the T new
     tokens are written at slots [cache.index, cache.index + T) and attend to every valid slot up
     to their own; without it, attention is causal within the T tokens.
+
+    `params["layers"]` may be stacked (run with `lax.scan`) or a list of per-layer dicts
+    (`unstack_layers`, run unrolled); a per-layer cache pairs with the latter for fast decoding
+    on CPU. Every combination gives the same numbers.
     """
     B, T = tokens.shape
     if token_mask is None:
