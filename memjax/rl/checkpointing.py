@@ -12,6 +12,7 @@ Items of a step directory:
     data    the grain iterator position (grain's own checkpoint handler)
     extra   JSON-able extra state (counters, small memory banks)
     dir_*   directory items: the environment writes files into a folder and reads them back
+            (on several processes, each into its own `process_<i>` subfolder)
 
 Saves are asynchronous (arrays are copied to host, then written in the background) and atomic:
 a step directory appears only once complete, so a run killed mid-save resumes from the last
@@ -29,20 +30,47 @@ import grain
 import orbax.checkpoint as ocp
 from etils import epath
 
+from memjax import distributed
+
+
+class CheckpointError(RuntimeError):
+    pass
+
+
 # ------------------------------------------------------------------------------ directory items
+
+
+def process_subdir(directory: Path) -> Path:
+    """Where this process's files of a directory item live.
+
+    Orbax calls an item's handler on every process. On one process the folder is the item's own
+    directory; on several, each host's environment holds its own state (the memory banks of its
+    own data shard), so each process writes and reads `process_<i>` inside it, and no two
+    processes ever write the same file.
+    """
+    if distributed.process_count() == 1:
+        return directory
+    return directory / f"process_{distributed.process_index()}"
 
 
 class DirectoryHandler(ocp.CheckpointHandler):
     """An item that is a folder of files the caller writes (a memory bank, an index)."""
 
     def save(self, directory: epath.Path, args: DirectorySave):
-        Path(directory).mkdir(parents=True, exist_ok=True)
-        args.writer(Path(directory))
+        target = process_subdir(Path(directory))
+        target.mkdir(parents=True, exist_ok=True)
+        args.writer(target)
 
     def restore(self, directory: epath.Path, args: DirectoryRestore | None = None):
+        source = process_subdir(Path(directory))
+        if not source.is_dir():
+            raise CheckpointError(
+                f"{directory} has no folder for process {distributed.process_index()} "
+                f"({source.name}): it was written by a run with another number of processes"
+            )
         if args is None or args.reader is None:
-            return Path(directory)
-        return args.reader(Path(directory))
+            return source
+        return args.reader(source)
 
     def metadata(self, directory):
         return None
@@ -61,10 +89,6 @@ class DirectoryRestore(ocp.args.CheckpointArgs):
 
 
 # ------------------------------------------------------------------------------ manager
-
-
-class CheckpointError(RuntimeError):
-    pass
 
 
 class Checkpointer:

@@ -15,6 +15,11 @@ One iteration (a "step"):
   6. metrics to TensorBoard (workdir/tb), a tqdm bar with ETA, workdir/reward_curve.png;
      periodic greedy evaluation and checkpoints (workdir/checkpoints).
 
+On several hosts (`memjax.distributed`) every process reads its own shard of the examples, rolls
+out its share of the prompts and packs its own rows; the train steps, log-probs and values run on
+global arrays over the whole mesh (`host_batches`), the rollout metrics and PPO's advantage
+whitening are taken over all hosts, and only process 0 writes TensorBoard, plots and the bar.
+
 Everything random derives from (seed, step), and the checkpoint holds the train states, the RNG,
 the data iterator, the metric history and the environment's state, so a run killed at any point
 and restarted with the same workdir ends with the same parameters as an uninterrupted one.
@@ -32,12 +37,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from memjax import distributed
 from memjax.models.config import DecoderConfig
 from memjax.models.decoder import decoder_abstract
 from memjax.parallel import SAMPLING_RULES, TRAIN_RULES, make_mesh
 from memjax.rl import advantages as adv_lib
 from memjax.rl import critic as critic_lib
-from memjax.rl import losses, train_step
+from memjax.rl import host_batches, losses, train_step
 from memjax.rl.checkpointing import Checkpointer
 from memjax.rl.environment import Environment
 from memjax.rl.logprobs import make_logprob_fn
@@ -246,7 +252,14 @@ def train(
         )
 
     # ---------------------------------------------------------------- data
-    dataset = grain.MapDataset.source(list(train_examples)).shuffle(seed=seed).repeat()
+    # Each host reads only its own shard of the examples and rolls out its share of the prompts
+    # (the groups of one prompt stay on one host, so group advantages need no communication).
+    P_local = distributed.host_batch_size(P)
+    dataset = grain.MapDataset.source(list(train_examples))
+    if host_batches.multi_host():
+        shard, shards = distributed.data_shard()
+        dataset = dataset[shard::shards]
+    dataset = dataset.shuffle(seed=seed).repeat()
     data_it = iter(dataset.to_iter_dataset())
     eval_generate = generate  # a caller-supplied generate serves both
     if generate is None:
@@ -282,7 +295,18 @@ def train(
             env.restore_state(out["extra"]["env"])
         start = out["step"]
 
-    logger = _Logger(workdir)
+    # Metrics, plots and the progress bar come from process 0 only; every process checkpoints.
+    primary = distributed.is_primary()
+    logger = _Logger(workdir) if primary else None
+    train_rules = TRAIN_RULES if mesh else None
+
+    def on_rows(fn, params, batch):
+        """fn(params, tokens, token_mask) -> [B, T] over this host's rows, as numpy."""
+        rows = {k: batch[k] for k in ("tokens", "token_mask")}
+        rows = host_batches.to_global(rows, mesh, train_rules)
+        out = fn(params, rows["tokens"], rows["token_mask"])
+        return host_batches.to_local(out, mesh, train_rules)
+
     eval_every = int(_get(config, "eval_every", 0))
     ckpt_every = int(_get(config, "checkpoint_every", 0))
     plot_every = int(_get(config, "plot_every", 5))
@@ -300,7 +324,8 @@ def train(
         )
         r = float(np.mean([t.reward for t in trajs]))
         evals.append({"step": step, "reward": r})
-        logger.scalars(step, {"reward": r}, "eval")
+        if logger is not None:
+            logger.scalars(step, {"reward": r}, "eval")
         return r
 
     def save(step, eval_reward=None):
@@ -311,7 +336,7 @@ def train(
         ckpt.save(step, tree, data_iterator=data_it, extra=extra, dirs=dirs, metrics=metrics)
 
     bar = None
-    if progress:
+    if progress and primary:
         from tqdm import tqdm
 
         bar = tqdm(total=num_steps, initial=start, desc=f"{algo}", unit="step", dynamic_ncols=True)
@@ -322,12 +347,16 @@ def train(
                 return {"interrupted_at": step, "history": history}
             key = jax.random.fold_in(base_key, step)
             np_rng = np.random.default_rng([seed, step])
-            examples = [next(data_it) for _ in range(P)]
+            examples = [next(data_it) for _ in range(P_local)]
             t0 = time.perf_counter()
             generate.params = states["policy"].params
             trajs = run_episodes(env, examples, G, generate, key, eos_ids)
             t_roll = time.perf_counter() - t0
             batch = pack(trajs, seq_len, pad_id, rows_multiple)
+            if host_batches.multi_host():  # a global array takes as many rows from every host
+                batch = host_batches.pad_rows(
+                    batch, host_batches.max_over_hosts(len(batch["tokens"]))
+                )
             rewards = np.array([t.reward for t in trajs], np.float32)
             row_traj = batch.pop("trajectory")
             truncated_rows = int(batch.pop("truncated_rows"))
@@ -349,19 +378,13 @@ def train(
                     adv_lib.token_advantages(jnp.asarray(row_adv, jnp.float32), batch["loss_mask"])
                 )
             if _get(config, "old_logprobs", "trainer") == "trainer" or algo == "ppo":
-                batch["old_logp"] = np.asarray(
-                    logprob_fn(states["policy"].params, batch["tokens"], batch["token_mask"])
-                )
+                batch["old_logp"] = on_rows(logprob_fn, states["policy"].params, batch)
             else:
                 batch["old_logp"] = batch["sampler_logp"]
             if ref_params is not None:
-                batch["ref_logp"] = np.asarray(
-                    logprob_fn(ref_params, batch["tokens"], batch["token_mask"])
-                )
+                batch["ref_logp"] = on_rows(logprob_fn, ref_params, batch)
             if algo == "ppo":
-                values = np.asarray(
-                    value_fn(states["critic"].params, batch["tokens"], batch["token_mask"])
-                )
+                values = on_rows(value_fn, states["critic"].params, batch)
                 token_rewards = np.zeros_like(values)
                 last_ctx = {}
                 for r, i in enumerate(row_traj):
@@ -378,8 +401,8 @@ def train(
                     gamma=float(adv_cfg.get("gamma", 1.0)),
                     lam=float(adv_cfg.get("lam", 0.95)),
                 )
-                if adv_cfg.get("whiten", True):
-                    a = adv_lib.masked_whiten(a, batch["loss_mask"])
+                if adv_cfg.get("whiten", True):  # statistics over every host's rows
+                    a = host_batches.whiten_global(a, batch["loss_mask"], adv_lib.masked_whiten)
                 batch["advantages"] = np.asarray(a)
                 batch["old_values"] = values
                 batch["returns"] = np.asarray(ret)
@@ -403,40 +426,47 @@ def train(
                         "ref_logp",
                         "sampler_logp",
                     )
-                    states["policy"], m = policy_step(
-                        states["policy"], {k: mb[k] for k in pkeys if k in mb}
+                    pb = host_batches.to_global(
+                        {k: mb[k] for k in pkeys if k in mb}, mesh, train_rules
                     )
+                    states["policy"], m = policy_step(states["policy"], pb)
                     if algo == "ppo":
                         ckeys = ("tokens", "token_mask", "loss_mask", "old_values", "returns")
-                        states["critic"], cm = critic_step(
-                            states["critic"], {k: mb[k] for k in ckeys}
-                        )
+                        cb = host_batches.to_global({k: mb[k] for k in ckeys}, mesh, train_rules)
+                        states["critic"], cm = critic_step(states["critic"], cb)
                         m = {**m, **cm}
                     for k, v in m.items():
                         sums[k] = sums.get(k, 0.0) + float(v)
                     n_updates += 1
             train_metrics = {k: v / n_updates for k, v in sums.items()}
-            lengths = [t.completion_tokens for t in trajs]
+            # Rollout metrics over every host's trajectories (hosts hold equally many).
+            all_rewards = host_batches.gather(rewards).reshape(-1)
+            lengths = host_batches.gather([t.completion_tokens for t in trajs])
+            contexts = host_batches.gather(real.sum()).sum() / len(all_rewards)
             record = {
                 "step": step + 1,
-                "reward": float(rewards.mean()),
-                "reward_std": float(rewards.std()),
+                "reward": float(all_rewards.mean()),
+                "reward_std": float(all_rewards.std()),
                 "completion_tokens": float(np.mean(lengths)),
-                "contexts": float(real.sum() / len(trajs)),
+                "contexts": float(contexts),
                 "truncated_rows": truncated_rows,
                 "rollout_s": t_roll,
                 "step_s": time.perf_counter() - t0,
                 "skipped_total": int(states["policy"].skipped),
             }
-            for k in sorted({k for t in trajs for k in t.info}):
+            for k in sorted({k for t in trajs for k in t.info}):  # this host's episodes
                 record[f"env/{k}"] = float(np.mean([t.info.get(k, 0.0) for t in trajs]))
             history.append(record)
-            logger.scalars(step + 1, {k: v for k, v in record.items() if k != "step"}, "rollout")
-            logger.scalars(step + 1, train_metrics, "train")
+            if logger is not None:
+                logger.scalars(
+                    step + 1, {k: v for k, v in record.items() if k != "step"}, "rollout"
+                )
+                logger.scalars(step + 1, train_metrics, "train")
             eval_reward = None
             if eval_generate is not None and eval_every and (step + 1) % eval_every == 0:
                 eval_reward = evaluate(step + 1)
-            if (plot_every and (step + 1) % plot_every == 0) or step + 1 == num_steps:
+            last = step + 1 == num_steps
+            if logger is not None and ((plot_every and (step + 1) % plot_every == 0) or last):
                 logger.plot(history, evals)
             if (ckpt_every and (step + 1) % ckpt_every == 0) or step + 1 == num_steps:
                 save(step + 1, eval_reward)
@@ -449,7 +479,8 @@ def train(
         if bar is not None:
             bar.close()
         ckpt.close()
-        logger.close()
+        if logger is not None:
+            logger.close()
     return {
         "history": history,
         "evals": evals,

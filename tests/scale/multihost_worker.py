@@ -134,14 +134,18 @@ def main() -> None:
     if args.checkpoint:
         # Every process takes part in the save (each writes its own shards); then restore onto
         # the same shardings and check the round trip on this process's shards.
+        # A directory item (an environment's memory bank): each process writes its own files.
+        bank = lambda path: (path / "bank.txt").write_text(f"bank of process {pid}")  # noqa: E731
         ckpt = Checkpointer(out / "ckpt", keep_last=1)
-        ckpt.save(args.steps, {"policy": state})
+        ckpt.save(args.steps, {"policy": state}, dirs={"bank": bank})
         ckpt.wait()
         abstract = jax.tree.map(
             lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding),
             {"policy": state},
         )
-        restored = ckpt.restore(abstract)["state"]["policy"]
+        out_ck = ckpt.restore(abstract, dirs={"bank": lambda p: (p / "bank.txt").read_text()})
+        assert out_ck["dir_bank"] == f"bank of process {pid}", out_ck["dir_bank"]
+        restored = out_ck["state"]["policy"]
         for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(restored.params)):
             for sa, sb in zip(a.addressable_shards, b.addressable_shards):
                 np.testing.assert_array_equal(np.asarray(sa.data), np.asarray(sb.data))

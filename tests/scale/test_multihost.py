@@ -91,3 +91,7 @@ def test_two_processes_match_one(tmp_path):
     assert infos[0]["metrics"][0]["loss"] != infos[0]["metrics"][-1]["loss"]
     # orbax wrote one complete step directory cooperatively from both processes.
     assert (multi / "ckpt" / "3").is_dir()
+    # A directory item (memory banks) gets one subfolder per process, written by that process.
+    for i in range(2):
+        bank = multi / "ckpt" / "3" / "dir_bank" / f"process_{i}" / "bank.txt"
+        assert bank.read_text() == f"bank of process {i}"
