@@ -22,6 +22,19 @@ def get_config() -> ConfigDict:
     c.num_steps = 50
     c.advantage = ConfigDict(dict(gamma=1.0, lam=0.95, whiten=True))
     c.value_clip = 0.2
+    # Whitened advantages keep unit scale even after the critic has fitted the returns, so at a
+    # constant rate Adam keeps taking full steps on what is by then mostly noise, and the policy
+    # falls off its peak (0.98 -> 0.6 by step 50 in our runs). Annealing the actor's rate, as
+    # PPO implementations usually do, holds it there.
+    c.optimizer = ConfigDict(
+        dict(
+            learning_rate=3e-3,
+            warmup_steps=2,
+            schedule="cosine",
+            end_learning_rate=3e-4,
+            weight_decay=0.0,
+        )
+    )
     c.critic_optimizer = ConfigDict(
         dict(learning_rate=3e-3, warmup_steps=0, schedule="constant", weight_decay=0.0)
     )
