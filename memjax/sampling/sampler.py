@@ -117,13 +117,14 @@ def _finish(result: loop.DecodeResult, state: SampleState, sampling: SamplingPar
     if state.stop_strings:
         valid = None
         for i in range(len(lengths)):
-            if reasons[i] == "eos":
-                continue
+            # EOS rows too: a stop string spelled in an unusual way may come before the EOS.
             hit = first_stop_string_end(
                 tokens[i, : lengths[i]], state.stop_strings, state.tokenizer
             )
-            if hit is None or hit[0] == lengths[i]:
-                if hit is not None:
+            if hit is None:
+                continue
+            if hit[0] == lengths[i]:
+                if reasons[i] != "eos":
                     reasons[i] = "stop_string"
                 continue
             n = hit[0]
