@@ -54,6 +54,9 @@ class AnswerSettings:
     distill: bool = True
     metric: RewardMetric = "em"
     style: PromptStyle = "paper"
+    # Text the assistant turn starts with, e.g. "**Answer:**" to hand a small model the format
+    # (the completion then is the answer itself); "" for the paper's setting.
+    answer_prefix: str = ""
 
 
 def answer_examples(
@@ -131,13 +134,15 @@ class AnswerEnvironment(Environment):
         self.settings = settings
 
     def prompt_ids(self, example: AnswerExample) -> list[int]:
-        return self.tokenizer.chat(answer_messages(example, self.settings))
+        ids = self.tokenizer.chat(answer_messages(example, self.settings))
+        prefix = self.settings.answer_prefix
+        return ids + (self.tokenizer.encode(prefix) if prefix else [])
 
     def reset(self, example: AnswerExample):
         return example, self.prompt_ids(example)
 
     def step(self, state: AnswerExample, completion: list[int], stop_reason: str):
-        text = self.tokenizer.decode(completion)
+        text = self.settings.answer_prefix + self.tokenizer.decode(completion)
         scores = score_completion(text, state.gold, self.settings.metric)
         info = {k: v for k, v in scores.items() if k != "reward"}
         info["truncated_completion"] = float(stop_reason != "eos")

@@ -1,0 +1,34 @@
+"""Memory-R1 evaluation on CPU: SmolLM2-135M-Instruct builds one LoCoMo test conversation's
+bank (fact extractor + manager), answers its questions and judges them; both protocols.
+
+    python -m memjax.launch --config=configs/memory_r1_locomo_cpu.py --workdir=/tmp/mr1_locomo
+
+One model plays every role (fact extractor, manager, answer agent, judge), decoding greedily.
+conv-49 is the shortest test conversation (509 turns, 156 scored questions, 40 adversarial).
+Output budgets are cut to CPU size (a 135M model that loops stops at the budget); the
+retrieval sizes (top-10 related, 30 memories per speaker) stay the paper's.
+"""
+
+from ml_collections import ConfigDict
+
+from memjax.agents.memory_r1.recipe import memory_r1_config
+
+LOCOMO = "../shared/data/locomo10.json"
+
+
+def get_config() -> ConfigDict:
+    config = memory_r1_config("packaged:smollm2", algo="grpo", locomo_path=LOCOMO)
+    config.job = "memory_r1.eval"
+    config.model.param_dtype = "float32"
+    config.teacher.name = "smollm2"
+    config.data.conversations = "conv-49"
+    config.data.include_adversarial = True  # scored by the official protocol only
+    config.construction.fact_max_new_tokens = 96
+    config.construction.manager_max_new_tokens = 256
+    config.construction.batch_size = 16
+    config.construction.max_prompt_tokens = 2048
+    config.answer_agent.max_new_tokens = 96
+    config.answer_agent.batch_size = 16
+    config.judge.max_new_tokens = 64
+    config.rl.mesh = None
+    return config

@@ -1,0 +1,99 @@
+"""Loading Memory-R1's models from a config, and turning one into a ChatPolicy.
+
+    model = load_agent_model(config.answer.model)        # source, param_dtype, trained
+    policy = sampler_policy(model, {"greedy": True, "max_new_tokens": 64}, batch_size=16)
+    texts = policy([[{"role": "user", "content": "..."}], ...])
+
+A model spec names a base checkpoint (`source`: 'packaged:smollm2', an HF directory, a .gguf)
+and optionally `trained`: an HF directory of trained weights written by a Memory-R1 training
+job (memjax.checkpoints.export_hf_decoder); the tokenizer and chat template always come from
+`source`. Loaded models are shared: the fact extractor, the manager, the answer agent and the
+judge often are one model on a CPU, and it is read once.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from memjax.agents.memory_r1.policy import ChatPolicy, Messages
+from memjax.checkpoints import LoadedModel, load_model
+
+_LOADED: dict[tuple, LoadedModel] = {}
+
+
+def load_agent_model(spec) -> LoadedModel:
+    """`spec`: source, param_dtype, and optionally trained (HF dir of trained weights)."""
+    source = str(spec.source)
+    trained = str(spec.get("trained", "") or "")
+    dtype = str(spec.get("param_dtype", "float32"))
+    key = (source, trained, dtype)
+    if key not in _LOADED:
+        model = load_model(source, param_dtype=dtype)
+        if trained:
+            from memjax.checkpoints.decoder_io import load_hf_decoder
+
+            params, cfg = load_hf_decoder(trained, param_dtype=dtype)
+            if cfg.vocab_size != model.cfg.vocab_size:
+                raise ValueError(
+                    f"trained weights {trained} have vocab {cfg.vocab_size}, the tokenizer of "
+                    f"{source} has {model.cfg.vocab_size}"
+                )
+            model = LoadedModel(params=params, cfg=cfg, tokenizer=model.tokenizer, path=model.path)
+        _LOADED[key] = model
+    return _LOADED[key]
+
+
+def sampler_policy(
+    model: LoadedModel,
+    sampling: dict,
+    *,
+    batch_size: int = 16,
+    seed: int = 0,
+    max_prompt_tokens: int | None = None,
+    params=None,
+) -> ChatPolicy:
+    """A ChatPolicy over memjax's sampler. Prompts are sorted by length and sent `batch_size`
+    at a time (less padding per call), and answers come back in the caller's order. A prompt
+    longer than `max_prompt_tokens` keeps its last tokens (the question sits at the end)."""
+    from memjax.sampling.sampler import SamplingParams, prepare_params, sample
+
+    sp = SamplingParams(
+        temperature=float(sampling.get("temperature", 1.0)),
+        top_k=int(sampling.get("top_k", 0)),
+        top_p=float(sampling.get("top_p", 1.0)),
+        max_new_tokens=int(sampling["max_new_tokens"]),
+        greedy=bool(sampling.get("greedy", False)),
+    )
+    tok = model.tokenizer
+    calls = [0]
+    prepared = []  # per-layer weights on CPU, laid out once rather than per call
+
+    def policy(batch: list[Messages]) -> list[str]:
+        ids = [tok.chat(list(m)) for m in batch]
+        if max_prompt_tokens:
+            ids = [x[-max_prompt_tokens:] for x in ids]
+        order = np.argsort([len(x) for x in ids], kind="stable")
+        out: list[str] = [""] * len(ids)
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            calls[0] += 1
+            if not prepared:
+                prepared.append(
+                    prepare_params(params if params is not None else model.params, model.cfg)
+                )
+            result = sample(
+                prepared[0],
+                model.cfg,
+                [ids[r] for r in rows],
+                sp,
+                jax.random.fold_in(jax.random.key(seed), calls[0]),
+                eos_ids=tuple(tok.eos_ids),
+                pad_id=tok.pad_id,
+            )
+            tokens, lengths = np.asarray(result.tokens), np.asarray(result.lengths)
+            for j, r in enumerate(rows):
+                out[r] = tok.decode(tokens[j, : lengths[j]].tolist())
+        return out
+
+    return policy

@@ -1,0 +1,135 @@
+"""`memory_r1.train_manager` and `memory_r1.train_answer`: the two agents, trained separately.
+
+The paper's alternating schedule (MR1-v5 §3; App. E) is two runs:
+
+    # 1. the manager, rewarded by a frozen answer agent (the base model) over its banks
+    python -m memjax.launch --config=configs/grpo_qwen7b.py --workdir=/ckpt/manager \
+        --config.job=memory_r1.train_manager
+    # 2. the answer agent, over banks that the trained manager builds
+    python -m memjax.launch --config=configs/grpo_qwen7b.py --workdir=/ckpt/answer \
+        --config.job=memory_r1.train_answer --config.manager.trained=/ckpt/manager/policy
+
+Each run trains with memjax.rl.trainer (GRPO or PPO: config.rl.algo), evaluates on the
+validation conversation, checkpoints to <workdir>/checkpoints (resumable), and exports the
+final weights as an HF directory, <workdir>/policy, which the next run or `memory_r1.eval`
+loads through `trained`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memjax.agents.memory_r1 import job_setup as S
+from memjax.agents.memory_r1.answer_env import AnswerEnvironment, answer_examples
+from memjax.agents.memory_r1.bank_store import ensure_banks
+from memjax.agents.memory_r1.manager_env import ManagerEnvironment, ManagerSettings
+from memjax.agents.memory_r1.models import load_agent_model
+from memjax.agents.memory_r1.recipe import from_paper_recipe
+from memjax.agents.memory_r1.snapshots import build_manager_examples
+
+
+def _run_trainer(config, workdir: Path, env, model, train_examples, eval_examples):
+    from memjax.checkpoints.decoder_io import export_hf_decoder
+    from memjax.rl.trainer import summary_line, train
+
+    if not train_examples:
+        raise ValueError("no training examples (check config.data and the split)")
+    result = train(
+        config.rl,
+        workdir,
+        env=env,
+        params=model.params,
+        cfg=model.cfg,
+        train_examples=train_examples,
+        eval_examples=eval_examples,
+        eos_ids=model.tokenizer.eos_ids,
+        pad_id=model.tokenizer.pad_id,
+    )
+    export_hf_decoder(result["params"], model.cfg, workdir / "policy")
+    print(summary_line(result), flush=True)
+    print(f"trained weights: {workdir / 'policy'}", flush=True)
+    return result
+
+
+def answer_training_examples(config, workdir: Path, split: str):
+    """Answer-agent examples of a split over banks the (trained) manager builds."""
+    conversations = S.select_conversations(S.load_conversations(config.data), config.data, split)
+    c = config.construction
+    facts = S.policy_for(config, "manager", c.fact_max_new_tokens, c.batch_size, "fact_extraction")
+    manager = S.policy_for(config, "manager", c.manager_max_new_tokens, c.batch_size, "manager")
+    stored = ensure_banks(
+        conversations,
+        facts,
+        manager,
+        S.load_embedder(config),
+        S.construction_settings(config),
+        Path(config.banks_dir or workdir / "banks"),
+    )
+    k = int(config.answer_agent.k_per_speaker)
+    return [
+        e
+        for conv in conversations
+        for e in answer_examples(
+            conv.sample_id,
+            conv.speakers,
+            stored.banks[conv.sample_id],
+            S.questions(conv, config.data),
+            k,
+        )
+    ]
+
+
+def manager_training_examples(config, workdir: Path, split: str, embedder):
+    conversations = S.select_conversations(S.load_conversations(config.data), config.data, split)
+    c = config.construction
+    facts = S.policy_for(config, "teacher", c.fact_max_new_tokens, c.batch_size, "teacher_facts")
+    manager = S.policy_for(
+        config, "teacher", c.manager_max_new_tokens, c.batch_size, "teacher_manager"
+    )
+    items = [(conv.sample_id, q) for conv in conversations for q in S.questions(conv, config.data)]
+    examples, stats = build_manager_examples(
+        conversations,
+        items,
+        facts,
+        manager,
+        embedder,
+        config.snapshots.cache_dir or workdir / "snapshots",
+        teacher=config.teacher.name,
+        window=int(config.snapshots.window),
+        settings=S.construction_settings(config),
+        progress=True,
+    )
+    print(f"manager examples ({split}): {dict(stats)}", flush=True)
+    return examples
+
+
+def train_answer_job(config, workdir) -> None:
+    if not workdir:
+        raise SystemExit("memory_r1.train_answer: --workdir is required")
+    config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
+    workdir = Path(workdir)
+    train_examples = answer_training_examples(config, workdir, "train")
+    eval_examples = answer_training_examples(config, workdir, "validation")
+    model = load_agent_model(S.agent_spec(config, "answer"))
+    env = AnswerEnvironment(model.tokenizer, S.answer_settings(config))
+    _run_trainer(config, workdir, env, model, train_examples, eval_examples)
+
+
+def train_manager_job(config, workdir) -> None:
+    if not workdir:
+        raise SystemExit("memory_r1.train_manager: --workdir is required")
+    config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
+    workdir = Path(workdir)
+    embedder = S.load_embedder(config)
+    train_examples = manager_training_examples(config, workdir, "train", embedder)
+    eval_examples = manager_training_examples(config, workdir, "validation", embedder)
+    a = config.answer_agent
+    answerer = S.policy_for(config, "answer", a.max_new_tokens, a.batch_size, "frozen_answer")
+    model = load_agent_model(S.agent_spec(config, "manager"))
+    settings = ManagerSettings(
+        related_k=int(config.construction.related_k),
+        answer_k=int(a.k_per_speaker),
+        answer=S.answer_settings(config),
+    )
+    env = ManagerEnvironment(model.tokenizer, embedder, answerer, settings)
+    _run_trainer(config, workdir, env, model, train_examples, eval_examples)

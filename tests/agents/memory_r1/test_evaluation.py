@@ -1,0 +1,82 @@
+"""The evaluation job end to end with scripted agents and judge: banks, answers, both reports."""
+
+import json
+import re
+import types
+
+from memjax.agents.memory_r1 import evaluation
+from memjax.agents.memory_r1 import job_setup as S
+from memjax.agents.memory_r1.policy import TimedPolicy
+from memjax.agents.memory_r1.recipe import memory_r1_config
+from tests.agents.memory_r1 import helpers
+
+
+def _judge(batch):
+    out = []
+    for messages in batch:
+        text = helpers.user_text(messages)
+        gold = text.split("Gold answer: ", 1)[1].splitlines()[0].strip().lower()
+        answer = text.split("Generated answer: ", 1)[1].splitlines()[0].strip().lower()
+        label = "CORRECT" if answer and answer == gold else "WRONG"
+        out.append(f'The answer matches or not. {{"label": "{label}"}}')
+    return out
+
+
+def _oracle_for_single_hop(conversations):
+    """Answers single-hop questions with their gold answer and everything else wrongly, so
+    every number of the report is known in advance."""
+    gold = {(*c.speakers, q.question): (q.answer, q.category) for c in conversations for q in c.qa}
+
+    def answer(batch):
+        out = []
+        for messages in batch:
+            prompt = helpers.user_text(messages)
+            question = prompt.split("Question: ", 1)[1].splitlines()[0]
+            speakers = re.findall(r"^Memories for user (\w+):", prompt, re.MULTILINE)
+            text, category = gold[(*speakers, question)]
+            out.append(f"**Answer:** {text if category == 1 else 'no idea'}")
+        return out
+
+    return answer
+
+
+def test_eval_builds_answers_judges_and_reports(tmp_path, monkeypatch):
+    config = memory_r1_config("scripted", locomo_path="synthetic")
+    config.data.split = "test"
+    conversations = S.select_conversations(S.load_conversations(config.data), config.data)
+    roles = {
+        "fact_extraction": helpers.fact_policy,
+        "manager": helpers.add_all_manager,
+        "answer": _oracle_for_single_hop(conversations),
+        "judge": _judge,
+    }
+    monkeypatch.setattr(
+        S, "policy_for", lambda config, role, n, b, name=None: TimedPolicy(roles[name or role])
+    )
+    monkeypatch.setattr(S, "load_embedder", lambda config: helpers.BagOfWords())
+    monkeypatch.setattr(
+        evaluation,
+        "load_agent_model",
+        lambda spec: types.SimpleNamespace(tokenizer=helpers.ByteTokenizer()),
+    )
+    out = evaluation.evaluate(config, tmp_path, method="scripted")
+    mem0, official = out["mem0"], out["official"]
+    n = len(out["predictions"])
+    assert n > 0 and mem0.overall.count == n == official.overall.count
+    rows = {r.category: r for r in mem0.rows}
+    assert rows[1].means == {"f1": 1.0, "bleu1": 1.0, "j": 1.0, "em": 1.0}
+    assert all(rows[c].means["j"] == 0.0 for c in (2, 3, 4) if rows[c].count)
+    assert mem0.overall.means["j"] == rows[1].count / n  # question-weighted
+    assert {r.category: r.count for r in official.rows[:-1]} == {
+        r.category: r.count for r in mem0.rows[:-1]
+    }
+    assert official.overall.means["official_f1"] >= rows[1].count / n
+    for name in ("mem0", "official"):
+        assert (tmp_path / f"report_{name}.md").read_text().startswith("| Method |")
+        data = json.loads((tmp_path / f"report_{name}.json").read_text())
+        assert set(data["latency"]) >= {"manager", "answer", "judge", "fact_extraction"}
+        assert all(v > 0 for v in data["memory_tokens"].values())
+    # A second run reuses the built banks (nothing rebuilt) and gives the same scores.
+    again = evaluation.evaluate(config, tmp_path, method="scripted")
+    assert again["mem0"].overall.means == mem0.overall.means
+    assert (tmp_path / "banks").is_dir() and len(list((tmp_path / "banks").iterdir())) >= 1
