@@ -144,3 +144,16 @@ def test_malformed_manager_output_is_a_zero_reward_for_its_ops_not_a_crash(setup
     # Nothing applied: the snapshot still answers Max; the bad item is counted.
     assert result.reward == 1.0 and result.info["well_formed"] == 0.0
     assert result.info["truncated_completion"] == 1.0
+
+
+def test_window_limits_the_snapshot_and_names_its_cache(tmp_path):
+    conv = parse_locomo([CONVERSATION])
+    items = [(conv[0].sample_id, conv[0].qa[0])]
+    examples, _ = build_manager_examples(
+        conv, items, teacher_facts, helpers.add_all_manager, helpers.BagOfWords(), tmp_path,
+        teacher="scripted", window=1,
+    )  # fmt: skip
+    snap, _, meta = read_cached(examples[0].snapshot)
+    assert meta["window_turns"] == ["D1:3"] and meta["window"] == 1
+    assert [e["text"] for e in snap.entries] == ["I adopted a dog named Max"]
+    assert "scripted-w1-c1" in examples[0].snapshot
