@@ -22,6 +22,7 @@ HOTPOT_SAMPLE = "../shared/data/hotpotqa_dev_distractor_500.jsonl"
 def get_config() -> ConfigDict:
     config = paper_config(model_source="packaged:smollm2")
     config.model.param_dtype = "float32"
+    config.model.remat = "full"  # recompute activations in the backward pass: fits in a few GiB
     config.mesh = ConfigDict({"data": 1, "fsdp": 1, "tensor": 1})
 
     config.data.format = "hotpotqa_hf"
@@ -45,18 +46,20 @@ def get_config() -> ConfigDict:
 
     config.rollout.group_size = 5  # the paper's G
     config.rollout.max_tokens_per_call = 128
-    # A context: ~430 prompt tokens (system prompt with the tool schema, question, memory), then
-    # action (128) + tool response with 3 passages (~500) + memory update (128).
-    config.rollout.max_prompt_length = 640
-    config.rollout.max_response_length = 896
+    # Every row is padded to prompt + response = 1024 tokens, which bounds a CPU step. A context
+    # is ~430 prompt tokens (system prompt with the tool schema, question, memory), an action
+    # (<= 128), a tool response (3 passages: ~440 tokens on average) and a memory update
+    # (<= 128); the few that outgrow 1024 end their trajectory (reward 0, `context_overflow`).
+    config.rollout.max_prompt_length = 512
+    config.rollout.max_response_length = 512
     config.eval_sampling.max_tokens_per_call = 128
     config.eval.batch_size = 20
     config.eval.max_context_tokens = 8192  # SmolLM2's window
 
     config.optimizer.learning_rate = 1e-6
-    config.train.batch_size = 2  # questions per step (x G rollouts, x contexts rows)
-    config.train.mini_batch_size = 2
+    config.train.batch_size = 1  # questions per step (x G rollouts, x contexts = rows)
+    config.train.mini_batch_size = 1
     config.train.micro_batches = 2
-    config.train.num_steps = 8
-    config.train.save_every_steps = 4
+    config.train.num_steps = 4
+    config.train.save_every_steps = 2
     return config

@@ -76,18 +76,28 @@ def test_policy_renders_calls_groups_stops_and_keeps_logprobs(smollm2_tokenizer,
     calls = [
         MemSearcherEpisode("Who wrote Hamlet?", lambda s: 0).current_call(),
         SearchR1Episode("Who wrote Hamlet?").current_call(),  # stops on </search>, </answer>
-        MemSearcherEpisode("Where is Rome?", lambda s: 0).current_call(),
     ]
     assert policy.stops(calls[1]) == ("</search>", "</answer>") and policy.stops(calls[0]) == ()
     outputs = policy(calls, jax.random.key(0))
+    assert len(outputs) == len(policy.last_sampled) == 2
     for call, output, sampled in zip(calls, outputs, policy.last_sampled):
         # The same prompt sampled directly gives the same greedy ids: the adapter sent
         # exactly chat template + assistant prefix, and decoded what came back.
         direct = sample(
-            params, cfg, [prompt_ids(call, tok)], sampling, jax.random.key(0), eos_ids=tok.eos_ids
+            params,
+            cfg,
+            [prompt_ids(call, tok)],
+            sampling,
+            jax.random.key(0),
+            eos_ids=tok.eos_ids,
+            stop_strings=policy.stops(call),
+            tokenizer=tok,
         )
         ids = direct.completions()[0]
         assert list(sampled.tokens) == ids and output.token_ids == tuple(ids)
+        assert output.text == tok.decode(
+            ids[:-1] if ids[-1] in tok.eos_ids else ids, skip_special_tokens=False
+        )
         np.testing.assert_allclose(sampled.logprobs, direct.logprobs[0, : len(ids)], atol=1e-5)
         assert all(lp <= 0 for lp in sampled.logprobs)
         assert output.eos == (sampled.stop_reason != MAX_TOKENS)

@@ -122,7 +122,9 @@ def train_memsearcher(
     if generate is None:
         mesh = make_mesh(tconfig.mesh.to_dict()) if tconfig.mesh is not None else None
         sampling = sampling_params(config.rollout, greedy=False)
-        generate = make_rollout_generate(cfg, tokenizer, sampling, mesh=mesh)
+        # The agent's own stop strings (Search-R1 stops after </search>; MemSearcher on EOS).
+        stop = env.make_episode({"question": "?"}).current_call().stop
+        generate = make_rollout_generate(cfg, tokenizer, sampling, stop=stop, mesh=mesh)
     result = train(
         tconfig,
         workdir,
