@@ -10,7 +10,7 @@ from ml_collections import ConfigDict
 from memjax.agents.memory_r1.answer_env import AnswerSettings
 from memjax.agents.memory_r1.construction import ConstructionSettings
 from memjax.agents.memory_r1.models import load_agent_model, sampler_policy
-from memjax.agents.memory_r1.policy import TimedPolicy, chunked
+from memjax.agents.memory_r1.policy import TimedPolicy
 from memjax.data.categories import ADVERSARIAL
 from memjax.data.locomo import load_locomo
 from memjax.data.locomo_types import Conversation
@@ -113,7 +113,7 @@ def policy_for(
         seed=int(config.seed),
         max_prompt_tokens=int(config.construction.max_prompt_tokens),
     )
-    return TimedPolicy(chunked(policy, batch_size), name or role)
+    return TimedPolicy(policy, name or role, batch_size=batch_size)
 
 
 def load_embedder(config: ConfigDict):

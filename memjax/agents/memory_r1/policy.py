@@ -20,37 +20,30 @@ ChatPolicy = Callable[[Sequence[Messages]], list[str]]
 
 
 class TimedPolicy:
-    """Wraps a policy; every call's wall time is recorded once per item it served, so the
-    p50/p95 over `seconds` is the latency an item waited (a batched call serves many)."""
+    """Wraps a policy, sending at most `batch_size` prompts per call; each call's wall time is
+    recorded once per item it served, so the p50/p95 over `seconds` is the latency an item
+    waited for its batched generation call (not for the whole phase)."""
 
-    def __init__(self, policy: ChatPolicy, name: str = "policy"):
+    def __init__(self, policy: ChatPolicy, name: str = "policy", batch_size: int | None = None):
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.policy = policy
         self.name = name
+        self.batch_size = batch_size
         self.seconds: list[float] = []  # one entry per item served
         self.calls = 0
 
     def __call__(self, batch: Sequence[Messages]) -> list[str]:
-        if not batch:
-            return []
-        t0 = time.perf_counter()
-        out = list(self.policy(batch))
-        dt = time.perf_counter() - t0
-        if len(out) != len(batch):
-            raise ValueError(f"{self.name}: {len(batch)} prompts gave {len(out)} completions")
-        self.calls += 1
-        self.seconds.extend([dt] * len(batch))
-        return out
-
-
-def chunked(policy: ChatPolicy, batch_size: int) -> ChatPolicy:
-    """A policy that sends at most `batch_size` prompts per call (bounds device memory)."""
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-
-    def call(batch: Sequence[Messages]) -> list[str]:
+        step = self.batch_size or max(len(batch), 1)
         out: list[str] = []
-        for i in range(0, len(batch), batch_size):
-            out.extend(policy(batch[i : i + batch_size]))
+        for i in range(0, len(batch), step):
+            chunk = batch[i : i + step]
+            t0 = time.perf_counter()
+            texts = list(self.policy(chunk))
+            dt = time.perf_counter() - t0
+            if len(texts) != len(chunk):
+                raise ValueError(f"{self.name}: {len(chunk)} prompts gave {len(texts)} completions")
+            self.calls += 1
+            self.seconds.extend([dt] * len(chunk))
+            out.extend(texts)
         return out
-
-    return call

@@ -87,3 +87,12 @@ def test_garbage_manager_output_is_counted_and_never_crashes():
     assert c["manager_json_no_json"] > 0 and c["manager_rejected_unknown_id"] > 0
     rejected = [t for trace in result.traces for t in trace if t.rejected]
     assert rejected and all(not t.ops for t in rejected)
+
+
+def test_timed_policy_times_each_batched_call():
+    from memjax.agents.memory_r1.policy import TimedPolicy
+
+    sizes = []
+    timed = TimedPolicy(lambda b: sizes.append(len(b)) or ["x"] * len(b), "p", batch_size=4)
+    assert timed([[{"role": "user", "content": str(i)}] for i in range(10)]) == ["x"] * 10
+    assert sizes == [4, 4, 2] and timed.calls == 3 and len(timed.seconds) == 10
