@@ -42,7 +42,8 @@ def get_config() -> ConfigDict:
     config.rl.loss.kl_coef = 0.0  # no reference model: one forward pass less per step
     config.rl.optimizer.learning_rate = 2e-5
     config.rl.optimizer.warmup_steps = 0
-    config.rl.vocab_chunk = 8192
+    config.rl.vocab_chunk = 4096
+    config.rl.micro_batches = 4  # 8 rows per micro-step: bounded activation memory
     config.rl.eval_every = 0  # the job evaluates before and after itself
     config.rl.checkpoint_every = 0  # the trainer always saves the last step
     config.rl.keep_best = 0

@@ -97,6 +97,7 @@ def agent_spec(config: ConfigDict, role: str) -> ConfigDict:
             "source": own.source or config.model.source,
             "param_dtype": own.param_dtype or config.model.param_dtype,
             "trained": own.get("trained", "") or "",
+            "remat": config.model.get("remat", "") or "none",
         }
     )
 

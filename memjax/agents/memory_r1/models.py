@@ -27,13 +27,14 @@ def load_agent_model(spec) -> LoadedModel:
     source = str(spec.source)
     trained = str(spec.get("trained", "") or "")
     dtype = str(spec.get("param_dtype", "float32"))
-    key = (source, trained, dtype)
+    remat = str(spec.get("remat", "") or "none")  # recompute activations in the backward pass
+    key = (source, trained, dtype, remat)
     if key not in _LOADED:
-        model = load_model(source, param_dtype=dtype)
+        model = load_model(source, param_dtype=dtype, remat=remat)
         if trained:
             from memjax.checkpoints.decoder_io import load_hf_decoder
 
-            params, cfg = load_hf_decoder(trained, param_dtype=dtype)
+            params, cfg = load_hf_decoder(trained, param_dtype=dtype, remat=remat)
             if cfg.vocab_size != model.cfg.vocab_size:
                 raise ValueError(
                     f"trained weights {trained} have vocab {cfg.vocab_size}, the tokenizer of "

@@ -84,7 +84,7 @@ def memory_r1_config(
     config = ConfigDict()
     config.job = "memory_r1.train_manager"
     config.seed = 0
-    config.model = ConfigDict({"source": model_source, "param_dtype": "bfloat16"})
+    config.model = ConfigDict({"source": model_source, "param_dtype": "bfloat16", "remat": "full"})
     config.manager = _agent()
     config.answer = _agent()
     config.teacher = _agent()
@@ -148,6 +148,7 @@ def from_paper_recipe(config: ConfigDict) -> ConfigDict:
     out.job = str(config.job)
     out.seed = int(config.seed)
     out.model.param_dtype = str(config.model.get("param_dtype", "bfloat16"))
+    out.model.remat = str(config.model.get("remat", "full"))
     out.data.include_adversarial = bool(config.data.include_adversarial)
     out.answer_agent.k_per_speaker = int(agent.memories_per_speaker)
     out.answer_agent.distill = bool(agent.distillation)
