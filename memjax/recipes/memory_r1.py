@@ -25,6 +25,7 @@ from collections.abc import Mapping
 
 from ml_collections import ConfigDict
 
+from memjax.recipes.rl_sections import optimizer_section, policy_loss_section
 from memjax.recipes.scale import add_scale_sections
 
 ALGORITHMS = ("grpo", "ppo")
@@ -72,21 +73,10 @@ def paper_config(
 
     config.eval_sampling = ConfigDict({"temperature": 0.0, "max_tokens": 2048})  # greedy
 
-    config.optimizer = ConfigDict()
-    config.optimizer.learning_rate = 1e-6
-    config.optimizer.schedule = "constant"
-    config.optimizer.warmup_steps = 0
-    config.optimizer.weight_decay = 0.01
-    config.optimizer.max_grad_norm = 1.0
-
-    config.loss = ConfigDict()
-    config.loss.eps_low = 0.2
-    config.loss.eps_high = 0.2
-    config.loss.dual_clip = 3.0
-    config.loss.kl_coef = 0.001 if algorithm == "grpo" else 0.0
-    config.loss.kl_kind = "k3"
-    config.loss.entropy_coef = 0.0
-    config.loss.agg_mode = "token-mean"
+    config.optimizer = optimizer_section(learning_rate=1e-6)
+    config.loss = policy_loss_section(
+        kl_coef=0.001 if algorithm == "grpo" else 0.0, entropy_coef=0.0
+    )
 
     config.train = ConfigDict()
     config.train.algorithm = algorithm

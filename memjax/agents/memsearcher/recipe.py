@@ -16,6 +16,7 @@ from memjax.agents.memsearcher.episode import (
     MemSearcherSettings,
 )
 from memjax.agents.search_tool import SearchSettings
+from memjax.recipes.rl_sections import optimizer_section, policy_loss_section
 
 # FlashRAG_datasets splits MemSearcher evaluates on: test for four, dev for the multi-hop three.
 EVAL_SPLITS = {
@@ -89,21 +90,8 @@ def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") 
     config.eval.batch_size = 64  # questions whose episodes run in lock-step
     config.eval.max_context_tokens = 32768  # Qwen2.5's window; a longer context fails its call
 
-    config.optimizer = ConfigDict()
-    config.optimizer.learning_rate = 1e-6
-    config.optimizer.schedule = "constant"
-    config.optimizer.warmup_steps = 0
-    config.optimizer.weight_decay = 0.01
-    config.optimizer.max_grad_norm = 1.0
-
-    config.loss = ConfigDict()
-    config.loss.eps_low = 0.2
-    config.loss.eps_high = 0.2
-    config.loss.dual_clip = 3.0
-    config.loss.kl_coef = 0.001
-    config.loss.kl_kind = "k3"  # verl's low_var_kl
-    config.loss.entropy_coef = 0.001
-    config.loss.agg_mode = "token-mean"
+    config.optimizer = optimizer_section(learning_rate=1e-6)
+    config.loss = policy_loss_section(kl_coef=0.001, entropy_coef=0.001)
 
     config.train = ConfigDict()
     config.train.algorithm = "multi_context_grpo"
