@@ -23,8 +23,8 @@ def get_config() -> ConfigDict:
     config.teacher.name = "smollm2"
     config.data.conversations = "conv-49"
     config.data.include_adversarial = True  # scored by the official protocol only
-    config.construction.fact_max_new_tokens = 96
-    config.construction.manager_max_new_tokens = 256
+    config.construction.fact_max_new_tokens = 64
+    config.construction.manager_max_new_tokens = 128
     config.construction.batch_size = 16
     config.construction.max_prompt_tokens = 2048
     config.answer_agent.max_new_tokens = 96

@@ -9,9 +9,12 @@ Per turn (MR1-v5 Alg. 3): the fact extractor reads the turn (after a few precedi
 context) and writes {"facts": [...]}; the speaker's related memories (top 10) and the facts go
 to the memory manager, whose JSON operations are applied to the bank, each op logged with the
 turn's dia_id and the manager's raw output. Facts do not depend on the bank, so every turn's
-facts are extracted up front in large batches; the manager then walks the streams turn by
-turn, all streams advancing together in one batched generation call per turn. A turn without
-facts costs no manager call (Mem0 also skips the update then).
+facts are extracted up front in large batches. The manager sees and changes only the turn
+speaker's memories, so each (stream, speaker) pair is an independent *lane*: a lane's turns
+run in order, and all lanes advance together, one batched generation call per step (a
+two-person conversation decodes two turns at a time; the bank ends the same as turn by turn,
+up to the numbering of memory ids). A turn without facts costs no manager call (Mem0 also
+skips the update then).
 """
 
 from __future__ import annotations
@@ -109,7 +112,20 @@ def extract_facts(
         counters[f"facts_json_{parsed.json_status}"] += 1
         counters["facts_total"] += len(parsed.facts)
         counters["facts_rejected"] += parsed.rejected
+        counters["facts_flattened"] += parsed.flattened
     return raw, facts, counters
+
+
+def manager_lanes(
+    streams: Sequence[Sequence[StreamTurn]], facts: Sequence[Sequence[Sequence[str]]]
+) -> list[list[tuple[int, int]]]:
+    """(stream, turn) pairs that need a manager call, one ordered list per (stream, speaker)."""
+    lanes: dict[tuple[int, str], list[tuple[int, int]]] = {}
+    for s, stream in enumerate(streams):
+        for i, turn in enumerate(stream):
+            if facts[s][i]:
+                lanes.setdefault((s, turn.speaker), []).append((s, i))
+    return list(lanes.values())
 
 
 def build_banks(
@@ -131,15 +147,16 @@ def build_banks(
         [TurnTrace(t.dia_id, t.speaker, raw[s][i], facts[s][i]) for i, t in enumerate(stream)]
         for s, stream in enumerate(streams)
     ]
-    steps = range(max((len(s) for s in streams), default=0))
-    for i in tqdm(steps, desc="memory construction", unit="turn", disable=not progress):
-        active = [s for s, stream in enumerate(streams) if i < len(stream) and facts[s][i]]
+    lanes = manager_lanes(streams, facts)
+    steps = range(max((len(lane) for lane in lanes), default=0))
+    for step in tqdm(steps, desc="memory construction", unit="step", disable=not progress):
+        active = [lane[step] for lane in lanes if step < len(lane)]
         calls = [
             manager_messages(banks[s], facts[s][i], streams[s][i].speaker, settings.related_k)
-            for s in active
+            for s, i in active
         ]
         outputs = manager_policy([messages for messages, _ in calls]) if calls else []
-        for s, (_, ids), text in zip(active, calls, outputs):
+        for (s, i), (_, ids), text in zip(active, calls, outputs):
             turn, trace = streams[s][i], traces[s][i]
             parsed = parse_manager_output(text, ids)
             counters.update(f"manager_{k}" for k in parsed.counts().elements())

@@ -1,9 +1,15 @@
-"""Reading the fact extractor's {"facts": [...]} defensively (never raises, counts problems)."""
+"""Reading the fact extractor's {"facts": [...]} defensively (never raises, counts problems).
+
+Small models often write a fact as an object instead of a string, e.g.
+{"name": "Evan", "occupation": "designer"}. A flat object (scalar values only) still states a
+fact, so it is kept as "name: Evan; occupation: designer" and counted as `flattened`; nested
+objects (the usual sign of a model looping) are rejected.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Any, Literal
 
 from memjax.agents.json_extract import first_object, salvage_array_items
 
@@ -12,7 +18,8 @@ from memjax.agents.json_extract import first_object, salvage_array_items
 class FactsParse:
     facts: tuple[str, ...]  # non-empty, stripped, de-duplicated, in order
     json_status: Literal["ok", "salvaged", "no_json"]
-    rejected: int  # items that were not non-empty strings, or repeated
+    rejected: int  # items that were neither non-empty strings nor flat objects, or repeated
+    flattened: int = 0  # flat objects kept as "key: value; ..." strings
 
 
 def parse_facts(text: str) -> FactsParse:
@@ -27,11 +34,24 @@ def parse_facts(text: str) -> FactsParse:
     else:
         return FactsParse((), "no_json", 0)
     facts: list[str] = []
-    rejected = 0
+    rejected = flattened = 0
     for item in raw:
-        fact = item.strip() if isinstance(item, str) else ""
+        fact = _flat_object_text(item) if isinstance(item, dict) else item
+        fact = fact.strip() if isinstance(fact, str) else ""
         if not fact or fact in facts:
             rejected += 1
-        else:
-            facts.append(fact)
-    return FactsParse(tuple(facts), status, rejected)
+            continue
+        facts.append(fact)
+        flattened += isinstance(item, dict)
+    return FactsParse(tuple(facts), status, rejected, flattened)
+
+
+def _flat_object_text(item: dict[str, Any]) -> str:
+    """{"name": "Evan", "age": 25} -> "name: Evan; age: 25"; "" when any value is not a scalar."""
+    parts = []
+    for key, value in item.items():
+        if isinstance(value, (dict, list)):
+            return ""
+        if value is not None and str(value).strip():
+            parts.append(f"{key}: {str(value).strip()}")
+    return "; ".join(parts)

@@ -35,9 +35,13 @@ class TimedPolicy:
 
     def __call__(self, batch: Sequence[Messages]) -> list[str]:
         step = self.batch_size or max(len(batch), 1)
-        out: list[str] = []
-        for i in range(0, len(batch), step):
-            chunk = batch[i : i + step]
+        # Similar lengths share a call (less padding, fewer prompt buckets); answers come back
+        # in the caller's order.
+        order = sorted(range(len(batch)), key=lambda i: _chars(batch[i]))
+        out: list[str] = [""] * len(batch)
+        for start in range(0, len(order), step):
+            rows = order[start : start + step]
+            chunk = [batch[i] for i in rows]
             t0 = time.perf_counter()
             texts = list(self.policy(chunk))
             dt = time.perf_counter() - t0
@@ -45,5 +49,10 @@ class TimedPolicy:
                 raise ValueError(f"{self.name}: {len(chunk)} prompts gave {len(texts)} completions")
             self.calls += 1
             self.seconds.extend([dt] * len(chunk))
-            out.extend(texts)
+            for i, text in zip(rows, texts):
+                out[i] = text
         return out
+
+
+def _chars(messages: Messages) -> int:
+    return sum(len(str(m.get("content", ""))) for m in messages)

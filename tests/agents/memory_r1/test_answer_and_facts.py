@@ -19,6 +19,16 @@ def test_parse_facts():
     assert parse_facts(None).facts == ()
 
 
+def test_parse_facts_keeps_flat_objects_and_rejects_nested_ones():
+    # SmolLM2-135M's habit: facts as objects, sometimes nested without end.
+    flat = parse_facts('{"facts": [{"name": "Evan", "age": 25, "pet": null}, "Likes tea"]}')
+    assert flat.facts == ("name: Evan; age: 25", "Likes tea") and flat.flattened == 1
+    nested = parse_facts('{"facts": [{"name": {"name": "Evan"}}, {}, {"name": "Evan", "age": 25}]}')
+    assert nested.facts == ("name: Evan; age: 25",) and nested.rejected == 2
+    looping = parse_facts('{"facts":[{"name":{"name":{"name":{"name":{"name')
+    assert looping.facts == () and looping.json_status == "salvaged"
+
+
 def test_parse_answer_reads_after_the_last_marker():
     out = (
         "**Memories selected as relevant:**\n"

@@ -8,6 +8,7 @@ from memjax.agents.memory_r1.construction import (
     conversation_stream,
 )
 from memjax.data.synthetic import SyntheticConfig, generate_conversations
+from memjax.memory.bank import MemoryBank
 from tests.agents.memory_r1 import helpers
 
 
@@ -74,6 +75,34 @@ def test_manager_sees_small_ids_and_its_update_lands_on_the_real_memory():
         assert r.id in bank and r.before["text"] != r.op.text
 
 
+def test_speaker_lanes_batch_two_turns_and_end_like_turn_by_turn():
+    # The manager touches only the turn speaker's memories, so the two speakers' turns run as
+    # two lanes in one batch; the bank must hold what a strictly sequential build holds.
+    stream = conversation_stream(_conversations(1)[0])
+    sizes = []
+
+    def manager(batch):
+        sizes.append(len(batch))
+        out = []
+        for messages in batch:
+            memories, facts = helpers.shown_memories(messages), helpers.shown_facts(messages)
+            item = {"id": "x", "text": facts[0], "event": "ADD"}
+            if memories and len(memories) % 2 == 0:  # order-dependent: rewrite one
+                item = {"id": memories[-1]["id"], "text": facts[0] + " (again)", "event": "UPDATE"}
+            out.append(json.dumps({"memory": [item]}))
+        return out
+
+    laned = build_banks([stream], helpers.fact_policy, manager, helpers.BagOfWords()).banks[0]
+    assert max(sizes) == 2
+    sequential = MemoryBank(helpers.BagOfWords())
+    for turn in stream:
+        build_banks(
+            [[turn]], helpers.fact_policy, manager, helpers.BagOfWords(), banks=[sequential]
+        )
+    contents = lambda bank: sorted((e.owner, e.text, e.timestamp) for e in bank.entries())
+    assert len(laned) > 2 and contents(laned) == contents(sequential)
+
+
 def test_garbage_manager_output_is_counted_and_never_crashes():
     streams = [conversation_stream(c) for c in _conversations(2)]
     garbage = iter(["", "not json", '{"memory": [{"id": "99", "event": "DELETE"}]}', "{{"] * 100)
@@ -96,3 +125,7 @@ def test_timed_policy_times_each_batched_call():
     timed = TimedPolicy(lambda b: sizes.append(len(b)) or ["x"] * len(b), "p", batch_size=4)
     assert timed([[{"role": "user", "content": str(i)}] for i in range(10)]) == ["x"] * 10
     assert sizes == [4, 4, 2] and timed.calls == 3 and len(timed.seconds) == 10
+    # Calls group prompts of similar length; answers still come back in the caller's order.
+    echo = TimedPolicy(lambda b: [m[0]["content"] for m in b], "echo", batch_size=2)
+    texts = ["a" * n for n in (5, 1, 4, 2, 3)]
+    assert echo([[{"role": "user", "content": t}] for t in texts]) == texts
