@@ -53,7 +53,9 @@ def get_config() -> ConfigDict:
     config.rollout.max_prompt_length = 512
     config.rollout.max_response_length = 512
     config.eval_sampling.max_tokens_per_call = 128
-    config.eval.batch_size = 20
+    # Growing-context baselines reach a few thousand tokens; a prefill materialises
+    # [batch, heads, tokens, tokens] f32 scores, so 10 questions at a time stay within a few GiB.
+    config.eval.batch_size = 10
     config.eval.max_context_tokens = 8192  # SmolLM2's window
 
     config.optimizer.learning_rate = 1e-6

@@ -9,7 +9,8 @@ Episodes run in lock-step batches: every round, the live episodes' calls go to t
 one batch and their searches to the retriever in one call per top-k. The policy is any function
 `(calls, rng) -> outputs`; the job uses memjax's sampler (greedy at temperature 0, as the
 papers' eval scripts), tests use scripted ones. Writes to WORKDIR/eval:
-qa_scores.{md,json}, tokens_per_turn.{md,json,png} and predictions.jsonl.
+qa_scores.{md,json}, tokens_per_turn.{md,json,png} and predictions.jsonl, rewritten as each
+agent finishes.
 """
 
 from __future__ import annotations
@@ -152,19 +153,22 @@ def eval_job(config: ConfigDict, workdir: str | None) -> dict:
         max_prompt_tokens=int(config.eval.max_context_tokens) - sampling.max_new_tokens,
     )
     t0 = time.perf_counter()
-    episodes = evaluate(
-        agents,
-        sets,
-        config,
-        policy,
-        retriever,
-        lambda text: len(tokenizer.encode(text)),
-        jax.random.key(int(config.seed)),
-        int(config.eval.batch_size),
-        progress=True,
-    )
     directory = Path(workdir) / "eval"
-    paths = write_outputs(episodes, tokenizer, directory)
+    episodes: list[EvaluatedEpisode] = []
+    for agent in agents:  # the tables are rewritten after each agent, so a stopped run keeps them
+        episodes += evaluate(
+            [agent],
+            sets,
+            config,
+            policy,
+            retriever,
+            lambda text: len(tokenizer.encode(text)),
+            jax.random.fold_in(jax.random.key(int(config.seed)), agents.index(agent)),
+            int(config.eval.batch_size),
+            progress=True,
+        )
+        paths = write_outputs(episodes, tokenizer, directory)
+        logging.info("%s done; tables in %s", agent, directory)
     print(paths["scores_markdown"].read_text())
     print(paths["markdown"].read_text())
     summary = {
