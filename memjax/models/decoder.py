@@ -83,16 +83,27 @@ def attention(q, k, v, mask, cfg: DecoderConfig) -> jax.Array:
 
     q: [B, T, N, Hd]; k, v: [B, S, K, Hd]; mask: [B, T, S] bool (True = may attend).
     Returns [B, T, N, Hd]. Scores and softmax in f32.
+
+    The small q/k/v tensors are transposed to [B, K, (G,) T, Hd] first, so both products are
+    plain batched GEMMs over (B, K) and XLA never transposes the [B, K, G, T, S] scores. The
+    scores are recomputed in the backward pass (a checkpoint around the core) rather than saved
+    per layer: that is L x B x N x T x S floats of residuals not written, for one more QK^T.
     """
     B, T, N, H = q.shape
     K = k.shape[2]
-    q = q.reshape(B, T, K, N // K, H)  # [B, T, K, G, Hd]
-    scores = jnp.einsum("btkgh,bskh->bkgts", q, k, preferred_element_type=jnp.float32)
-    scores = scores * (H**-0.5)
+    q = (q * jnp.asarray(H**-0.5, q.dtype)).reshape(B, T, K, N // K, H)
+    q = q.transpose(0, 2, 3, 1, 4)  # [B, K, G, T, Hd]
+    out = _attention_core(q, k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3), mask)
+    return out.transpose(0, 3, 1, 2, 4).reshape(B, T, N, H)  # [B, K, G, T, Hd] -> heads
+
+
+@jax.checkpoint
+def _attention_core(q, k, v, mask) -> jax.Array:
+    """q: [B, K, G, T, Hd] (pre-scaled); k, v: [B, K, S, Hd]; mask: [B, T, S] -> [B, K, G, T, Hd]."""
+    scores = jnp.einsum("bkgth,bksh->bkgts", q, k, preferred_element_type=jnp.float32)
     scores = jnp.where(mask[:, None, None, :, :], scores, _MASKED)
     probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
-    out = jnp.einsum("bkgts,bskh->btkgh", probs, v)
-    return out.reshape(B, T, N, H)
+    return jnp.einsum("bkgts,bksh->bkgth", probs, v)
 
 
 def cached_attention(q, k_new, v_new, new_mask, k_old, v_old, old_valid) -> jax.Array:
@@ -147,10 +158,11 @@ def _layer(x, layer, cos, sin, mask, cache_kv, cache_valid, cfg, mesh, rules):
     """
     dt = cfg.dtype
     B, T, D = x.shape
-    h = rms_norm(x, layer["attn_norm"], cfg.rms_norm_eps)
-    q = jnp.einsum("btd,dnh->btnh", h, layer["q"].astype(dt))
-    k = jnp.einsum("btd,dkh->btkh", h, layer["k"].astype(dt))
-    v = jnp.einsum("btd,dkh->btkh", h, layer["v"].astype(dt))
+    N, K, H = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+    h = rms_norm(x, layer["attn_norm"], cfg.rms_norm_eps).reshape(B * T, D)
+    q = _project(h, layer["q"], dt).reshape(B, T, N, H)
+    k = _project(h, layer["k"], dt).reshape(B, T, K, H)
+    v = _project(h, layer["v"], dt).reshape(B, T, K, H)
     if cfg.qkv_bias:
         q = q + layer["q_bias"].astype(dt)
         k = k + layer["k_bias"].astype(dt)
@@ -173,18 +185,25 @@ def _layer(x, layer, cos, sin, mask, cache_kv, cache_valid, cfg, mesh, rules):
     else:
         attn = attention(q, k, v, mask, cfg)
         new_kv = None
-    # One [B*T, N*Hd] x [N*Hd, D] product: XLA then reads `o` as stored.
-    o = layer["o"].astype(dt)
-    x = x + (attn.reshape(B * T, -1) @ o.reshape(-1, D)).reshape(B, T, D)
+    x = x + _project(attn.reshape(B * T, N * H), layer["o"], dt).reshape(B, T, D)
     x = constrain(x, ("batch", "seq", None), mesh, rules)
 
-    h = rms_norm(x, layer["mlp_norm"], cfg.rms_norm_eps)
-    gate = jnp.einsum("btd,df->btf", h, layer["gate"].astype(dt))
-    up = jnp.einsum("btd,df->btf", h, layer["up"].astype(dt))
+    h = rms_norm(x, layer["mlp_norm"], cfg.rms_norm_eps).reshape(B * T, D)
+    gate = _project(h, layer["gate"], dt).reshape(B, T, -1)
+    up = _project(h, layer["up"], dt).reshape(B, T, -1)
     act = constrain(jax.nn.silu(gate) * up, ("batch", "seq", "mlp"), mesh, rules)
-    x = x + jnp.einsum("btf,fd->btd", act, layer["down"].astype(dt))
+    x = x + _project(act.reshape(B * T, -1), layer["down"], dt).reshape(B, T, D)
     x = constrain(x, ("batch", "seq", None), mesh, rules)
     return x, new_kv
+
+
+def _project(x: jax.Array, w: jax.Array, dt) -> jax.Array:
+    """[M, Din] x a weight whose leading axis is Din ([Din, ...] or [..., Dout]) -> [M, Dout].
+
+    Every projection is one 2-D GEMM over the flattened tokens: with [B, T, D] einsums, XLA on
+    CPU writes the backward pass's activation gradients in transposed layouts (a strided copy
+    per layer that cost more than the GEMMs' own gap to peak)."""
+    return x @ w.astype(dt).reshape(x.shape[-1], -1)
 
 
 def _remat(fn, policy: str):
