@@ -31,52 +31,67 @@ def chunked_logprobs(
     temperature: float = 1.0,
     chunk: int = 4096,
     with_entropy: bool = True,
+    vocab_major: bool = False,
     mesh=None,
     rules=None,
 ) -> tuple[jax.Array, jax.Array | None]:
-    """log softmax(hidden @ w / temperature)[targets] and the softmax entropy, chunked over V.
+    """log softmax(hidden @ unembedding / temperature)[targets] and the softmax entropy,
+    chunked over V.
 
-    hidden [B, T, D]; w [D, V]; targets [B, T] int. Returns (logp [B, T], entropy [B, T] or None),
-    both f32.
+    hidden [B, T, D]; w: the unembedding, [D, V], or [V, D] with `vocab_major` (a tied
+    embedding table, used as stored: no transposed copy per step); targets [B, T] int.
+    Returns (logp [B, T], entropy [B, T] or None), both f32. Tokens are flattened to one
+    [B*T, D] operand so every product is a plain 2-D GEMM (XLA on CPU otherwise transposes the
+    [B*T, C] logit gradients for the unembedding's gradient).
     """
-    D, V = w.shape
+    B, T, D = hidden.shape
+    V = w.shape[0] if vocab_major else w.shape[1]
     C = min(chunk, V)
     n_chunks = -(-V // C)
     pad = n_chunks * C - V
     w = w.astype(hidden.dtype)
-    w_chunks = jnp.pad(w, ((0, 0), (0, pad))).reshape(D, n_chunks, C).transpose(1, 0, 2)
-    # Gather the fsdp shards of the unembedding once (as FSDP does for every weight) and keep
-    # each chunk's columns on the tensor axis: [n, D, C].
-    w_chunks = constrain(w_chunks, (None, None, "vocab"), mesh, rules)
+    if vocab_major:
+        w_chunks = jnp.pad(w, ((0, pad), (0, 0))).reshape(n_chunks, C, D)  # [n, C, D]
+        # Gather the fsdp shards once (as FSDP does for every weight), columns on tensor.
+        w_chunks = constrain(w_chunks, (None, "vocab", None), mesh, rules)
+        chunk_logits = lambda h, w_c: jax.lax.dot_general(
+            h, w_c, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32
+        )
+    else:
+        w_chunks = jnp.pad(w, ((0, 0), (0, pad))).reshape(D, n_chunks, C).transpose(1, 0, 2)
+        w_chunks = constrain(w_chunks, (None, None, "vocab"), mesh, rules)  # [n, D, C]
+        chunk_logits = lambda h, w_c: jnp.dot(h, w_c, preferred_element_type=jnp.float32)
+    h = hidden.reshape(B * T, D)
+    flat_targets = targets.reshape(B * T)
     inv_t = 1.0 / temperature
 
     @jax.checkpoint
     def body(carry, xs):
-        m, s, t, target_logit = carry  # [B, T] each: max, sum exp(l - m), sum exp(l - m) l, l_y
-        w_c, start = xs  # [D, C], []
-        logits = jnp.einsum("btd,dc->btc", hidden, w_c, preferred_element_type=jnp.float32)
-        logits = logits * inv_t  # [B, T, C]
+        m, s, t, target_logit = carry  # [M] each: max, sum exp(l - m), sum exp(l - m) l, l_y
+        w_c, start = xs  # [C, D] or [D, C]; []
+        logits = chunk_logits(h, w_c) * inv_t  # [M, C]
         column = start + jnp.arange(C)  # [C]
-        valid = column < V  # the padded tail of the last chunk
-        logits = jnp.where(valid, logits, _NEG)
-        hit = column == targets[..., None]  # [B, T, C]
+        if pad:  # only the last chunk has padded columns; they must not count
+            logits = jnp.where(column < V, logits, _NEG)
+        hit = column == flat_targets[:, None]  # [M, C]
         target_logit = target_logit + jnp.where(hit, logits, 0.0).sum(axis=-1)
         m_new = jnp.maximum(m, logits.max(axis=-1))
         scale = jnp.exp(m - m_new)
-        e = jnp.exp(logits - m_new[..., None])  # [B, T, C]
+        e = jnp.exp(logits - m_new[:, None])  # [M, C]
         s = s * scale + e.sum(axis=-1)
         if with_entropy:
-            t = t * scale + (e * jnp.where(valid, logits, 0.0)).sum(axis=-1)
+            real = jnp.where(column < V, logits, 0.0) if pad else logits
+            t = t * scale + (e * real).sum(axis=-1)
         return (m_new, s, t, target_logit), None
 
-    B, T = targets.shape
-    init = (jnp.full((B, T), _NEG, jnp.float32), jnp.zeros((B, T), jnp.float32))
-    init = (*init, jnp.zeros((B, T), jnp.float32), jnp.zeros((B, T), jnp.float32))
+    M = B * T
+    init = (jnp.full((M,), _NEG, jnp.float32), jnp.zeros((M,), jnp.float32))
+    init = (*init, jnp.zeros((M,), jnp.float32), jnp.zeros((M,), jnp.float32))
     starts = jnp.arange(n_chunks, dtype=jnp.int32) * C
     (m, s, t, target_logit), _ = jax.lax.scan(body, init, (w_chunks, starts))
-    lse = m + jnp.log(s)  # [B, T]
-    logp = target_logit - lse
-    entropy = lse - t / s if with_entropy else None
+    lse = m + jnp.log(s)  # [M]
+    logp = (target_logit - lse).reshape(B, T)
+    entropy = (lse - t / s).reshape(B, T) if with_entropy else None
     return logp, entropy
 
 
@@ -108,10 +123,12 @@ def sequence_logprobs(
     )  # [B, T, D]
     hidden = constrain(hidden, ("batch", "seq", None), mesh, rules)
     next_tokens = jnp.roll(tokens, -1, axis=1)  # [B, T]: target of position t is token t+1
+    tied = cfg.tie_embeddings
     logp, entropy = chunked_logprobs(
         hidden,
-        decoder.unembedding(params, cfg),
+        params["embed"] if tied else params["lm_head"],
         next_tokens,
+        vocab_major=tied,
         temperature=temperature,
         chunk=chunk,
         with_entropy=with_entropy,

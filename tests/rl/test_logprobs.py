@@ -53,6 +53,21 @@ def test_chunked_matches_full_softmax_values_and_grads():
     for a, b in zip(g, g_ref):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
+    # A tied embedding [V, D] is read as stored (vocab_major); values and grads are the same,
+    # both with padded chunks (10) and with chunks that divide V exactly (37 = one chunk).
+    for c in (10, 37):
+        major = lambda h, e, c=c: logprobs.chunked_logprobs(
+            h, e, targets, chunk=c, vocab_major=True
+        )
+        g_major = jax.jit(jax.grad(lambda h, e, f=major: loss(f, h, e), argnums=(0, 1)))(
+            hidden, w.T
+        )
+        np.testing.assert_allclose(
+            major(hidden, w.T)[0], _full(hidden, w, targets, 1.0)[0], atol=1e-5
+        )
+        np.testing.assert_allclose(g_major[0], g_ref[0], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(g_major[1], g_ref[1].T, rtol=1e-4, atol=1e-5)
+
 
 def test_chunked_memory_does_not_scale_with_vocab():
     # The compiled program's temporaries hold [B, T, C] slabs, never [B, T, V].
