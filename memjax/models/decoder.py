@@ -86,8 +86,8 @@ def attention(q, k, v, mask, cfg: DecoderConfig) -> jax.Array:
 
     The small q/k/v tensors are transposed to [B, K, (G,) T, Hd] first, so both products are
     plain batched GEMMs over (B, K) and XLA never transposes the [B, K, G, T, S] scores. The
-    scores are recomputed in the backward pass (a checkpoint around the core) rather than saved
-    per layer: that is L x B x N x T x S floats of residuals not written, for one more QK^T.
+    backward pass recomputes the scores (`_attention_core`) rather than saving them per layer:
+    L x B x N x T x S floats of residuals not written, for one more QK^T.
     """
     B, T, N, H = q.shape
     K = k.shape[2]
@@ -97,13 +97,51 @@ def attention(q, k, v, mask, cfg: DecoderConfig) -> jax.Array:
     return out.transpose(0, 3, 1, 2, 4).reshape(B, T, N, H)  # [B, K, G, T, Hd] -> heads
 
 
-@jax.checkpoint
+@jax.custom_vjp
 def _attention_core(q, k, v, mask) -> jax.Array:
-    """q: [B, K, G, T, Hd] (pre-scaled); k, v: [B, K, S, Hd]; mask: [B, T, S] -> [B, K, G, T, Hd]."""
+    """q: [B, K, G, T, Hd] (pre-scaled); k, v: [B, K, S, Hd]; mask: [B, T, S] -> [B, K, G, T, Hd].
+
+    The backward pass is FlashAttention's: it keeps only the output and the softmax's max and
+    log-sum per query, rebuilds the probabilities with one QK^T, and takes the softmax correction from
+    rowsum(dO * O) ([B, K, G, T]) instead of reducing dP * P over [B, K, G, T, S].
+    """
+    return _attention_core_fwd(q, k, v, mask)[0]
+
+
+def _masked_scores(q, k, mask):
     scores = jnp.einsum("bkgth,bksh->bkgts", q, k, preferred_element_type=jnp.float32)
-    scores = jnp.where(mask[:, None, None, :, :], scores, _MASKED)
-    probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
-    return jnp.einsum("bkgts,bksh->bkgth", probs, v)
+    return jnp.where(mask[:, None, None, :, :], scores, _MASKED)  # [B, K, G, T, S]
+
+
+def _attention_core_fwd(q, k, v, mask):
+    scores = _masked_scores(q, k, mask)
+    m = scores.max(axis=-1, keepdims=True)
+    e = jnp.exp(scores - m)
+    total = e.sum(axis=-1, keepdims=True)
+    out = jnp.einsum("bkgts,bksh->bkgth", (e / total).astype(v.dtype), v)
+    # The max and the log-sum separately: m + log(total) would round log(total) away when m is
+    # the mask value (a fully masked row), and the rebuilt probabilities would not sum to 1.
+    return out, (q, k, v, mask, out, m, jnp.log(total))
+
+
+def _attention_core_bwd(residuals, d_out):
+    q, k, v, mask, out, m, log_total = residuals
+    # Fully masked (padding) rows are uniform, as the forward's softmax made them (d_v sees it).
+    probs = jnp.exp(_masked_scores(q, k, mask) - m - log_total)  # [B, K, G, T, S] f32
+    d_v = jnp.einsum("bkgts,bkgth->bksh", probs.astype(v.dtype), d_out)
+    d_probs = jnp.einsum("bkgth,bksh->bkgts", d_out, v, preferred_element_type=jnp.float32)
+    row = (d_out.astype(jnp.float32) * out.astype(jnp.float32)).sum(axis=-1, keepdims=True)
+    # Masked scores were constants in the forward, so no gradient may reach q or k through
+    # them. In a row with any visible key their probabilities are exactly 0 already; a fully
+    # masked row is switched off whole ([B, 1, 1, T, 1], no extra pass over the scores).
+    row_visible = mask.any(axis=-1)[:, None, None, :, None]
+    d_scores = (probs * (d_probs - row) * row_visible).astype(q.dtype)
+    d_q = jnp.einsum("bkgts,bksh->bkgth", d_scores, k)
+    d_k = jnp.einsum("bkgts,bkgth->bksh", d_scores, q)
+    return d_q, d_k, d_v, None
+
+
+_attention_core.defvjp(_attention_core_fwd, _attention_core_bwd)
 
 
 def cached_attention(q, k_new, v_new, new_mask, k_old, v_old, old_valid) -> jax.Array:
