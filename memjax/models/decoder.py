@@ -159,9 +159,10 @@ def cached_attention(q, k_new, v_new, new_mask, k_old, v_old, old_valid) -> jax.
     """
     B, T, N, H = q.shape
     K = k_new.shape[1]
-    q = q.reshape(B, T, K, N // K, H) * jnp.asarray(H**-0.5, q.dtype)  # [B, T, K, G, Hd]
-    s_old = jnp.einsum("btkgh,bksh->bkgts", q, k_old, preferred_element_type=jnp.float32)
-    s_new = jnp.einsum("btkgh,bksh->bkgts", q, k_new, preferred_element_type=jnp.float32)
+    q = q.reshape(B, T, K, N // K, H) * jnp.asarray(H**-0.5, q.dtype)
+    q = q.transpose(0, 2, 3, 1, 4)  # [B, K, G, T, Hd]: the scores come out as stored, no copy
+    s_old = jnp.einsum("bkgth,bksh->bkgts", q, k_old, preferred_element_type=jnp.float32)
+    s_new = jnp.einsum("bkgth,bksh->bkgts", q, k_new, preferred_element_type=jnp.float32)
     s_old = jnp.where(old_valid[:, None, None, None, :], s_old, _MASKED)  # [B, K, G, T, S]
     s_new = jnp.where(new_mask[:, None, None, :, :], s_new, _MASKED)  # [B, K, G, T, T]
     m = jnp.maximum(s_old.max(axis=-1, keepdims=True), s_new.max(axis=-1, keepdims=True))
@@ -178,12 +179,14 @@ def attention_over_cache(q, k, v, mask) -> jax.Array:
     mask: [B, T, S]. Returns [B, T, N, Hd]. Scores and softmax in f32."""
     B, T, N, H = q.shape
     K = k.shape[1]
-    q = q.reshape(B, T, K, N // K, H) * jnp.asarray(H**-0.5, q.dtype)  # [B, T, K, G, Hd]
-    scores = jnp.einsum("btkgh,bksh->bkgts", q, k, preferred_element_type=jnp.float32)
+    q = q.reshape(B, T, K, N // K, H) * jnp.asarray(H**-0.5, q.dtype)
+    q = q.transpose(0, 2, 3, 1, 4)  # [B, K, G, T, Hd]: the scores come out as stored, no copy
+    scores = jnp.einsum("bkgth,bksh->bkgts", q, k, preferred_element_type=jnp.float32)
     scores = jnp.where(mask[:, None, None, :, :], scores, _MASKED)  # [B, K, G, T, S]
-    probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
-    out = jnp.einsum("bkgts,bksh->bkgth", probs, v)
-    return out.transpose(0, 3, 1, 2, 4).reshape(B, T, N, H)
+    # Normalise after the GEMM: [B, K, G, T, Hd] divisions instead of [B, K, G, T, S].
+    e = jnp.exp(scores - scores.max(axis=-1, keepdims=True))
+    out = jnp.einsum("bkgts,bksh->bkgth", e.astype(v.dtype), v) / e.sum(axis=-1, keepdims=True)
+    return out.astype(v.dtype).transpose(0, 3, 1, 2, 4).reshape(B, T, N, H)
 
 
 def _layer(x, layer, cos, sin, mask, cache_kv, cache_valid, cfg, mesh, rules):
