@@ -102,8 +102,9 @@ def _attention_core(q, k, v, mask) -> jax.Array:
     """q: [B, K, G, T, Hd] (pre-scaled); k, v: [B, K, S, Hd]; mask: [B, T, S] -> [B, K, G, T, Hd].
 
     The backward pass is FlashAttention's: it keeps only the output and the softmax's max and
-    log-sum per query, rebuilds the probabilities with one QK^T, and takes the softmax correction from
-    rowsum(dO * O) ([B, K, G, T]) instead of reducing dP * P over [B, K, G, T, S].
+    log-sum per query, rebuilds the probabilities with one QK^T, and takes the softmax
+    correction from rowsum(dO * O) ([B, K, G, T]) instead of reducing dP * P over
+    [B, K, G, T, S].
     """
     return _attention_core_fwd(q, k, v, mask)[0]
 
@@ -171,7 +172,7 @@ def cached_attention(q, k_new, v_new, new_mask, k_old, v_old, old_valid) -> jax.
     denom = p_old.sum(axis=-1, keepdims=True) + p_new.sum(axis=-1, keepdims=True)
     out = jnp.einsum("bkgts,bksh->bkgth", (p_old / denom).astype(v_old.dtype), v_old)
     out = out + jnp.einsum("bkgts,bksh->bkgth", (p_new / denom).astype(v_new.dtype), v_new)
-    return out.transpose(0, 3, 1, 2, 4).reshape(B, T, N, H)  # [B, T, K, G, Hd] -> heads
+    return out.transpose(0, 3, 1, 2, 4).reshape(B, T, N, H)  # [B, K, G, T, Hd] -> heads
 
 
 def attention_over_cache(q, k, v, mask) -> jax.Array:
