@@ -84,17 +84,27 @@ def attention(q, k, v, mask, cfg: DecoderConfig) -> jax.Array:
     q: [B, T, N, Hd]; k, v: [B, S, K, Hd]; mask: [B, T, S] bool (True = may attend).
     Returns [B, T, N, Hd]. Scores and softmax in f32.
 
-    The small q/k/v tensors are transposed to [B, K, (G,) T, Hd] first, so both products are
-    plain batched GEMMs over (B, K) and XLA never transposes the [B, K, G, T, S] scores. The
-    backward pass recomputes the scores (`_attention_core`) rather than saving them per layer:
-    L x B x N x T x S floats of residuals not written, for one more QK^T.
+    The backward pass recomputes the scores (`_attention_core`) rather than saving them per
+    layer: L x B x N x T x S floats of residuals not written, for one more QK^T.
     """
-    B, T, N, H = q.shape
-    K = k.shape[2]
-    q = (q * jnp.asarray(H**-0.5, q.dtype)).reshape(B, T, K, N // K, H)
-    q = q.transpose(0, 2, 3, 1, 4)  # [B, K, G, T, Hd]
+    q = _grouped_queries(q, k.shape[2])
     out = _attention_core(q, k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3), mask)
-    return out.transpose(0, 3, 1, 2, 4).reshape(B, T, N, H)  # [B, K, G, T, Hd] -> heads
+    return _merged_heads(out)
+
+
+def _grouped_queries(q: jax.Array, num_kv_heads: int) -> jax.Array:
+    """[B, T, N, Hd] -> [B, K, G, T, Hd], scaled by Hd^-0.5. In this order both attention
+    products are plain batched GEMMs over (B, K): the [B, K, G, T, S] scores are written as
+    stored and never transposed (the transpose is paid on the small q instead)."""
+    B, T, N, H = q.shape
+    q = (q * jnp.asarray(H**-0.5, q.dtype)).reshape(B, T, num_kv_heads, N // num_kv_heads, H)
+    return q.transpose(0, 2, 3, 1, 4)
+
+
+def _merged_heads(out: jax.Array) -> jax.Array:
+    """[B, K, G, T, Hd] -> [B, T, N, Hd]."""
+    B, K, G, T, H = out.shape
+    return out.transpose(0, 3, 1, 2, 4).reshape(B, T, K * G, H)
 
 
 @jax.custom_vjp
@@ -119,7 +129,8 @@ def _attention_core_fwd(q, k, v, mask):
     m = scores.max(axis=-1, keepdims=True)
     e = jnp.exp(scores - m)
     total = e.sum(axis=-1, keepdims=True)
-    out = jnp.einsum("bkgts,bksh->bkgth", (e / total).astype(v.dtype), v)
+    # Normalised after the PV GEMM: [B, K, G, T, Hd] divisions instead of [B, K, G, T, S].
+    out = (jnp.einsum("bkgts,bksh->bkgth", e.astype(v.dtype), v) / total).astype(v.dtype)
     # The max and the log-sum separately: m + log(total) would round log(total) away when m is
     # the mask value (a fully masked row), and the rebuilt probabilities would not sum to 1.
     return out, (q, k, v, mask, out, m, jnp.log(total))
@@ -158,10 +169,7 @@ def cached_attention(q, k_new, v_new, new_mask, k_old, v_old, old_valid) -> jax.
     each layer updating (and XLA copying) the cache buffer. Einsum orders are chosen so XLA on
     CPU reads the cache as stored, without transposed copies.
     """
-    B, T, N, H = q.shape
-    K = k_new.shape[1]
-    q = q.reshape(B, T, K, N // K, H) * jnp.asarray(H**-0.5, q.dtype)
-    q = q.transpose(0, 2, 3, 1, 4)  # [B, K, G, T, Hd]: the scores come out as stored, no copy
+    q = _grouped_queries(q, k_new.shape[1])  # [B, K, G, T, Hd]
     s_old = jnp.einsum("bkgth,bksh->bkgts", q, k_old, preferred_element_type=jnp.float32)
     s_new = jnp.einsum("bkgth,bksh->bkgts", q, k_new, preferred_element_type=jnp.float32)
     s_old = jnp.where(old_valid[:, None, None, None, :], s_old, _MASKED)  # [B, K, G, T, S]
@@ -170,24 +178,15 @@ def cached_attention(q, k_new, v_new, new_mask, k_old, v_old, old_valid) -> jax.
     p_old = jnp.exp(s_old - m)
     p_new = jnp.exp(s_new - m)
     denom = p_old.sum(axis=-1, keepdims=True) + p_new.sum(axis=-1, keepdims=True)
-    out = jnp.einsum("bkgts,bksh->bkgth", (p_old / denom).astype(v_old.dtype), v_old)
-    out = out + jnp.einsum("bkgts,bksh->bkgth", (p_new / denom).astype(v_new.dtype), v_new)
-    return out.transpose(0, 3, 1, 2, 4).reshape(B, T, N, H)  # [B, K, G, T, Hd] -> heads
+    out = jnp.einsum("bkgts,bksh->bkgth", p_old.astype(v_old.dtype), v_old)
+    out = out + jnp.einsum("bkgts,bksh->bkgth", p_new.astype(v_new.dtype), v_new)
+    return _merged_heads((out / denom).astype(v_old.dtype))  # normalised after the GEMMs
 
 
 def attention_over_cache(q, k, v, mask) -> jax.Array:
     """q: [B, T, N, Hd]; k, v: [B, K, S, Hd] (a layer of the cache, new tokens already in);
     mask: [B, T, S]. Returns [B, T, N, Hd]. Scores and softmax in f32."""
-    B, T, N, H = q.shape
-    K = k.shape[1]
-    q = q.reshape(B, T, K, N // K, H) * jnp.asarray(H**-0.5, q.dtype)
-    q = q.transpose(0, 2, 3, 1, 4)  # [B, K, G, T, Hd]: the scores come out as stored, no copy
-    scores = jnp.einsum("bkgth,bksh->bkgts", q, k, preferred_element_type=jnp.float32)
-    scores = jnp.where(mask[:, None, None, :, :], scores, _MASKED)  # [B, K, G, T, S]
-    # Normalise after the GEMM: [B, K, G, T, Hd] divisions instead of [B, K, G, T, S].
-    e = jnp.exp(scores - scores.max(axis=-1, keepdims=True))
-    out = jnp.einsum("bkgts,bksh->bkgth", e.astype(v.dtype), v) / e.sum(axis=-1, keepdims=True)
-    return out.astype(v.dtype).transpose(0, 3, 1, 2, 4).reshape(B, T, N, H)
+    return _merged_heads(_attention_core(_grouped_queries(q, k.shape[1]), k, v, mask))
 
 
 def _layer(x, layer, cos, sin, mask, cache_kv, cache_valid, cfg, mesh, rules):
@@ -400,20 +399,20 @@ def unstack_layers(params) -> dict:
     return {**params, "layers": [jax.tree.map(lambda a, i=i: a[i], layers) for i in range(num)]}
 
 
-def unembedding(params, cfg: DecoderConfig) -> jax.Array:
-    """[D, V] output projection (the embedding transposed when tied)."""
-    return params["embed"].T if cfg.tie_embeddings else params["lm_head"]
+def unembedding(params, cfg: DecoderConfig) -> tuple[jax.Array, bool]:
+    """The output projection as stored, and whether it is vocab-major: the tied embedding
+    [V, D] (True) or lm_head [D, V] (False). Callers contract against it in that layout:
+    writing `embed.T` makes XLA on CPU materialise the transposed table on every call."""
+    if cfg.tie_embeddings:
+        return params["embed"], True
+    return params["lm_head"], False
 
 
 def logits_from_hidden(params, hidden: jax.Array, cfg: DecoderConfig) -> jax.Array:
     """[B, T, D] -> [B, T, V] f32 logits."""
-    if cfg.tie_embeddings:
-        # Contract against the [V, D] embedding directly: writing `embed.T` makes XLA on CPU
-        # materialise the transposed matrix on every call (a full copy per decode step).
-        w = params["embed"].astype(cfg.dtype)
-        return jnp.einsum("btd,vd->btv", hidden, w, preferred_element_type=jnp.float32)
-    w = params["lm_head"].astype(cfg.dtype)
-    return jnp.einsum("btd,dv->btv", hidden, w, preferred_element_type=jnp.float32)
+    w, vocab_major = unembedding(params, cfg)
+    spec = "btd,vd->btv" if vocab_major else "btd,dv->btv"
+    return jnp.einsum(spec, hidden, w.astype(cfg.dtype), preferred_element_type=jnp.float32)
 
 
 def forward(params, tokens, positions, cfg: DecoderConfig, **kwargs):

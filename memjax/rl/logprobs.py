@@ -123,12 +123,12 @@ def sequence_logprobs(
     )  # [B, T, D]
     hidden = constrain(hidden, ("batch", "seq", None), mesh, rules)
     next_tokens = jnp.roll(tokens, -1, axis=1)  # [B, T]: target of position t is token t+1
-    tied = cfg.tie_embeddings
+    w, vocab_major = decoder.unembedding(params, cfg)
     logp, entropy = chunked_logprobs(
         hidden,
-        params["embed"] if tied else params["lm_head"],
+        w,
         next_tokens,
-        vocab_major=tied,
+        vocab_major=vocab_major,
         temperature=temperature,
         chunk=chunk,
         with_entropy=with_entropy,

@@ -155,7 +155,7 @@ def eval_job(config: ConfigDict, workdir: str | None) -> dict:
     t0 = time.perf_counter()
     directory = Path(workdir) / "eval"
     episodes: list[EvaluatedEpisode] = []
-    for agent in agents:  # the tables are rewritten after each agent, so a stopped run keeps them
+    for a, agent in enumerate(agents):  # tables rewritten per agent: a stopped run keeps them
         episodes += evaluate(
             [agent],
             sets,
@@ -163,7 +163,7 @@ def eval_job(config: ConfigDict, workdir: str | None) -> dict:
             policy,
             retriever,
             lambda text: len(tokenizer.encode(text)),
-            jax.random.fold_in(jax.random.key(int(config.seed)), agents.index(agent)),
+            jax.random.fold_in(jax.random.key(int(config.seed)), a),
             int(config.eval.batch_size),
             progress=True,
         )
