@@ -59,6 +59,41 @@ def spec_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> li
     ]
 
 
+# The config fields that shape a train state, as dotted paths: a run resumed with any of them
+# changed would restore arrays of another model, algorithm or optimizer. Paths a config lacks
+# are left out. Learning rates, schedules and batch sizes are not here: changing them between
+# restarts is a legitimate choice.
+RUN_SPEC_FIELDS = (
+    "algo",
+    "model.source",
+    "model.preset",
+    "model.vocab_size",
+    "model.embed_dim",
+    "model.mlp_dim",
+    "model.num_layers",
+    "model.num_heads",
+    "model.num_kv_heads",
+    "optimizer.kind",
+    "lora",
+)
+
+
+def run_spec_from_config(config, fields: tuple[str, ...] = RUN_SPEC_FIELDS) -> dict[str, Any]:
+    """{dotted path: value} of the `fields` a config (ConfigDict or nested dict) holds."""
+    spec: dict[str, Any] = {}
+    for path in fields:
+        node, found = config, True
+        for key in path.split("."):
+            if hasattr(node, "keys") and key in node:
+                node = node[key]
+            else:
+                found = False
+                break
+        if found:
+            spec[path] = dict(node.items()) if hasattr(node, "items") else node
+    return spec
+
+
 # ------------------------------------------------------------------------------ array tree
 
 
@@ -109,6 +144,8 @@ __all__ = [
     "DamagedStep",
     "flatten_spec",
     "spec_differences",
+    "RUN_SPEC_FIELDS",
+    "run_spec_from_config",
     "tree_shapes",
     "tree_differences",
     "summarize",

@@ -167,3 +167,25 @@ def test_changed_array_shapes_are_refused_naming_the_leaf(tmp_path):
     with pytest.raises(CheckpointError, match=r"critic\.v is not in the checkpoint"):
         _restore(directory, abstract=extra_leaf)
     assert not (directory / "damaged").exists()
+
+
+def test_run_spec_from_config_picks_the_state_shaping_fields():
+    from ml_collections import ConfigDict
+
+    from memjax.rl.checkpoint_checks import run_spec_from_config, spec_differences
+
+    config = ConfigDict(
+        dict(
+            algo="grpo",
+            model=dict(num_layers=2, embed_dim=64, remat="full"),
+            optimizer=dict(learning_rate=1e-3),
+        )
+    )
+    spec = run_spec_from_config(config)
+    assert spec == {"algo": "grpo", "model.embed_dim": 64, "model.num_layers": 2}
+    config.optimizer.learning_rate, config.model.remat = 5e-4, "none"  # may change on restart
+    assert spec_differences(spec, run_spec_from_config(config)) == []
+    config.model.num_layers = 4
+    assert spec_differences(spec, run_spec_from_config(config)) == [
+        "saved model.num_layers=2, now 4"
+    ]
