@@ -134,7 +134,7 @@ def first_line(error: BaseException, limit: int = 200) -> str:
     NOT_FOUND / DATA_LOSS) as its `__cause__`."""
     lines = str(error).strip().splitlines()
     line = lines[0] if lines else type(error).__name__
-    line = line.split(" See full TensorStore details", 1)[0]
+    line = line.split(" See full TensorStore details", 1)[0].rstrip(".")
     if error.__cause__ is not None and error.__cause__ is not error:
         line += f" ({first_line(error.__cause__, limit)})"
     return line if len(line) <= limit else line[: limit - 3] + "..."
