@@ -111,14 +111,32 @@ def tree_shapes(tree) -> dict[str, tuple[int, ...]]:
 
 
 def tree_differences(saved: Mapping[str, tuple], current: Mapping[str, tuple]) -> list[str]:
-    """Every path whose shape differs, or that only one side has, in the current tree's order."""
+    """Every path whose shape differs, or that only one side has, in the current tree's order.
+    A whole top-level part on one side only (PPO's critic when the checkpoint is GRPO's) is
+    one difference, not one per array."""
     found = [
         f"{path} has shape {tuple(saved[path])} saved, {tuple(shape)} now"
         for path, shape in current.items()
         if path in saved and tuple(saved[path]) != tuple(shape)
     ]
-    found += [f"{path} is not in the checkpoint" for path in current if path not in saved]
-    found += [f"{path} is saved but not in this run" for path in saved if path not in current]
+    found += _one_side_only(current, saved, "is not in the checkpoint")
+    found += _one_side_only(saved, current, "is saved but not in this run")
+    return found
+
+
+def _one_side_only(side: Mapping[str, tuple], other: Mapping[str, tuple], says: str) -> list[str]:
+    only = [path for path in side if path not in other]
+    other_tops = {path.split(".", 1)[0] for path in other}
+    found, grouped = [], set()
+    for path in only:
+        top = path.split(".", 1)[0]
+        if top not in other_tops and "." in path:
+            if top not in grouped:
+                grouped.add(top)
+                count = sum(1 for p in only if p.split(".", 1)[0] == top)
+                found.append(f"{top} ({count} arrays) {says}")
+        else:
+            found.append(f"{path} {says}")
     return found
 
 

@@ -163,9 +163,13 @@ def test_changed_array_shapes_are_refused_naming_the_leaf(tmp_path):
         CheckpointError, match=r"params\.w has shape \(64, 64\) saved, \(64, 128\) now"
     ):
         _restore(directory, abstract=wider)
-    extra_leaf = {**_state(0), "critic": {"v": jnp.zeros(3)}}
-    with pytest.raises(CheckpointError, match=r"critic\.v is not in the checkpoint"):
-        _restore(directory, abstract=extra_leaf)
+    with_critic = {**_state(0), "critic": {"v": jnp.zeros(3), "w": jnp.zeros(2)}}
+    with pytest.raises(CheckpointError, match=r"fit this run: critic \(2 arrays\) is not in the"):
+        _restore(directory, abstract=with_critic)
+    with_bias = _state(0)
+    with_bias["params"]["c"] = jnp.zeros(2)
+    with pytest.raises(CheckpointError, match=r"params\.c is not in the checkpoint$"):
+        _restore(directory, abstract=with_bias)
     assert not (directory / "damaged").exists()
 
 
