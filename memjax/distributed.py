@@ -36,7 +36,7 @@ ENV_PROCESS_ID = "JAX_PROCESS_ID"
 ENV_SWITCH = "MEMJAX_DISTRIBUTED"  # "auto": let JAX detect the cluster; "off": never initialise
 
 
-class DistributedConfigError(ConfigError, ValueError):
+class DistributedConfigError(ConfigError):
     """A launcher environment or config.distributed value that cannot start the runtime."""
 
 

@@ -1,25 +1,26 @@
-"""Errors a user causes and can fix: a bad config value, data file, or checkpoint.
+"""Errors a user can cause (config, data, paths, checkpoints), as opposed to programming errors.
 
-Each message starts with the file, field or path it is about. `memjax.launch` prints these as
-one line (`memjax.launch: error: <message>`) and exits with status 2; any other exception is a
-programming error and keeps its traceback.
+A `UserError`'s message names the file, field or value at fault; the launcher prints it as one
+line (`memjax.launch: error: <message>`) without a traceback. Anything else keeps its traceback.
 """
+
+from __future__ import annotations
 
 
 class UserError(Exception):
-    """Bad input from the user; the message names the file, field or value."""
+    """Base class: the message says which file, field or value is wrong and why."""
 
 
-class ConfigError(UserError):
-    """A config field or command-line flag has a bad value."""
+class ConfigError(UserError, ValueError):
+    """A config field has a value outside what the job accepts."""
 
 
-class DataError(UserError):
-    """A data file is missing, unreadable or malformed."""
+class DataError(UserError, ValueError):
+    """A data or artefact file is missing, empty or malformed."""
 
 
-class CheckpointError(UserError):
-    """A checkpoint or model path is missing, damaged, or does not fit the run."""
+class CheckpointError(UserError, RuntimeError):
+    """A checkpoint cannot be restored into this run."""
 
 
 __all__ = ["UserError", "ConfigError", "DataError", "CheckpointError"]

@@ -27,7 +27,7 @@ import sys
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from memjax import distributed, jobs
+from memjax import distributed, job_checks, jobs
 from memjax.errors import UserError
 from memjax.log_filter import LibraryFilter
 
@@ -76,7 +76,8 @@ def _launch(argv) -> None:
         _fail("--config=configs/NAME.py is required")
     job_name = config.get("job")
     job = jobs.resolve(job_name)  # UnknownJobError is a UserError
-    plan = distributed.maybe_initialize(config)  # so is DistributedConfigError
+    job_checks.check_job_config(job_name, config)  # bad values fail before anything loads
+    plan = distributed.maybe_initialize(config)  # DistributedConfigError is a UserError
     if plan is not None:
         # Every process runs the job; only process 0 speaks at INFO (metrics, progress).
         if not distributed.is_primary():

@@ -21,7 +21,7 @@ SUPPORTED_MODEL_TYPES = ("llama", "qwen2")
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
 
 
-class ConfigError(errors.ConfigError, ValueError):
+class ConfigError(errors.ConfigError):
     """A model config (config.json, GGUF metadata, overrides) with a bad or unsupported value."""
 
 
