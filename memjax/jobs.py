@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from memjax.errors import ConfigError
+
 JOBS: dict[str, str] = {
     "model.generate": "memjax.sampling.demo:generate_job",
     "rl.train": "memjax.rl.toy:train_job",
@@ -26,12 +28,14 @@ JOBS: dict[str, str] = {
 }
 
 
-class UnknownJobError(ValueError):
-    pass
+class UnknownJobError(ConfigError):
+    """config.job names no registered job."""
 
 
 def resolve(name: str) -> Callable:
     if name not in JOBS:
-        raise UnknownJobError(f"unknown job {name!r}; valid jobs: {', '.join(sorted(JOBS))}")
+        raise UnknownJobError(
+            f"config.job={name!r}: unknown job; valid jobs: {', '.join(sorted(JOBS))}"
+        )
     module, fn = JOBS[name].split(":")
     return getattr(importlib.import_module(module), fn)

@@ -28,6 +28,7 @@ from memjax.agents.memory_r1.bank_store import ensure_banks
 from memjax.agents.memory_r1.models import load_agent_model
 from memjax.agents.memory_r1.recipe import from_paper_recipe
 from memjax.data.categories import ADVERSARIAL, TABLE1_ORDER
+from memjax.errors import ConfigError
 from memjax.eval.judge import JudgeTally, parse_judge_reply, render_judge_prompt
 from memjax.eval.report import QuestionResult, build_report
 from memjax.eval.scoring import mem0_scores, official_scores
@@ -144,7 +145,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
 
 def eval_job(config, workdir) -> None:
     if not workdir:
-        raise SystemExit("memory_r1.eval: --workdir is required (banks, reports)")
+        raise ConfigError("--workdir: memory_r1.eval needs a directory (banks, reports)")
     config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
     out = evaluate(config, workdir)
     print("Mem0 / Memory-R1 protocol:\n" + out["mem0"].to_markdown())
@@ -155,7 +156,7 @@ def eval_job(config, workdir) -> None:
 def build_banks_job(config, workdir) -> None:
     """`memory_r1.build_banks`: the selected conversations' banks under banks_dir."""
     if not workdir:
-        raise SystemExit("memory_r1.build_banks: --workdir is required")
+        raise ConfigError("--workdir: memory_r1.build_banks needs a directory")
     config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
     conversations = S.select_conversations(S.load_conversations(config.data), config.data)
     c = config.construction

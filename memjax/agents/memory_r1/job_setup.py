@@ -16,6 +16,7 @@ from memjax.data.locomo import load_locomo
 from memjax.data.locomo_types import Conversation
 from memjax.data.splits import MEMORY_R1_TRAIN_IDS, MEMORY_R1_VALIDATION_IDS
 from memjax.data.synthetic import SyntheticConfig, generate_conversations
+from memjax.errors import ConfigError, DataError
 
 SPLITS = ("train", "validation", "test", "all")
 
@@ -31,7 +32,7 @@ def load_conversations(data: ConfigDict) -> list[Conversation]:
             )
         )
     if not Path(data.path).is_file():
-        raise FileNotFoundError(
+        raise DataError(
             f"config.data.path={data.path!r} does not exist (LoCoMo's locomo10.json, or "
             "'synthetic')"
         )
@@ -42,7 +43,7 @@ def split_ids(conversations: list[Conversation], split: str, synthetic: bool) ->
     """Memory-R1's split (conv-26 train, conv-30 validation, the rest test); synthetic data:
     first half train, then one validation, the rest test."""
     if split not in SPLITS:
-        raise ValueError(f"config.data.split={split!r}; choose from {SPLITS}")
+        raise ConfigError(f"config.data.split={split!r}; choose from {SPLITS}")
     ids = [c.sample_id for c in conversations]
     if split == "all":
         return ids
@@ -69,7 +70,7 @@ def select_conversations(
         wanted = [i.strip() for i in str(data.conversations).split(",") if i.strip()]
         missing = [i for i in wanted if i not in by_id]
         if missing:
-            raise ValueError(
+            raise ConfigError(
                 f"config.data.conversations: {missing} not in the data; have {sorted(by_id)}"
             )
     else:

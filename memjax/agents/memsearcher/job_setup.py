@@ -16,6 +16,7 @@ from ml_collections import ConfigDict
 from memjax.data.corpus import build_corpus, hotpot_paragraphs, write_corpus
 from memjax.data.hotpotqa import load_hotpotqa
 from memjax.data.qa import QAExample, load_flashrag_jsonl
+from memjax.errors import ConfigError, DataError
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 FORMATS = ("flashrag", "hotpotqa_hf")
@@ -31,13 +32,13 @@ def resolve_path(path: str, field: str) -> Path:
         if candidate.is_file():
             return candidate
     tried = " or ".join(str(c) for c in candidates)
-    raise FileNotFoundError(f"config.{field}={path!r}: no such file ({tried})")
+    raise DataError(f"config.{field}={path!r}: no such file ({tried})")
 
 
 def load_qa_sets(data: ConfigDict, split: str) -> dict[str, list[QAExample]]:
     """`data.<split>` maps dataset name -> file; each set cut to `data.max_examples` (0: all)."""
     if data.format not in FORMATS:
-        raise ValueError(f"config.data.format={data.format!r}; choose from {FORMATS}")
+        raise ConfigError(f"config.data.format={data.format!r}; choose from {FORMATS}")
     limit = int(data.get("max_examples", 0) or 0)
     sets = {}
     for name, path in getattr(data, split).items():
@@ -49,7 +50,7 @@ def load_qa_sets(data: ConfigDict, split: str) -> dict[str, list[QAExample]]:
         examples = [QAExample(e.id, e.question, e.golden_answers, name) for e in examples]
         sets[name] = examples[:limit] if limit else examples
     if not sets:
-        raise ValueError(f"config.data.{split} names no dataset")
+        raise ConfigError(f"config.data.{split} names no dataset")
     return sets
 
 
@@ -60,7 +61,7 @@ def ensure_closed_corpus(config: ConfigDict) -> Path:
     if corpus.is_file():
         return corpus
     if config.data.format != "hotpotqa_hf":
-        raise FileNotFoundError(f"config.retriever.corpus={str(corpus)!r} does not exist")
+        raise DataError(f"config.retriever.corpus={str(corpus)!r} does not exist")
     files = {
         resolve_path(p, f"data.{s}.{n}")
         for s in ("train", "eval")
@@ -84,7 +85,7 @@ def ensure_index(config: ConfigDict) -> Path:
 
     r = config.retriever
     if not r.index_dir:
-        raise ValueError("config.retriever.index_dir is empty; the in-process retriever needs it")
+        raise ConfigError("config.retriever.index_dir is empty; the in-process retriever needs it")
     index_dir = Path(r.index_dir).expanduser()
     try:
         latest_snapshot(index_dir)
@@ -116,7 +117,7 @@ def make_retriever(config: ConfigDict):
         from memjax.memory.client import RetrievalClient
 
         return RetrievalClient(config.retriever.url)
-    raise ValueError(f"config.retriever.kind={kind!r}; choose from {RETRIEVER_KINDS}")
+    raise ConfigError(f"config.retriever.kind={kind!r}; choose from {RETRIEVER_KINDS}")
 
 
 def load_policy_model(config: ConfigDict):

@@ -147,7 +147,7 @@ def train_job(config: ConfigDict, workdir: str | None) -> dict:
     from memjax.rl.trainer import summary_line
 
     if not workdir:
-        raise SystemExit("memsearcher.train: --workdir is required (checkpoints, curves)")
+        raise ConfigError("--workdir: memsearcher.train needs a directory (checkpoints, curves)")
     sets = job_setup.load_qa_sets(config.data, "train")
     rows = [e.to_row() for examples in sets.values() for e in examples]
     retriever = job_setup.make_retriever(config)
