@@ -83,6 +83,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
 
     results, predictions = [], []
     answers = Counter(has_marker=sum(p.has_marker for p in parsed), total=len(parsed))
+    answers.update(f"refused_{p.refused}" for p in parsed if p.refused)
     for i, (e, text, p) in enumerate(zip(examples, outputs, parsed)):
         conv_id, qa_index = e.uid.rsplit("/", 1)
         scores = dict(mem0_scores(p.answer, e.gold, verdicts.get(i)))
@@ -111,7 +112,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     counters = {
         "construction": dict(stored.counters),
         "answers": dict(answers),
-        "judge_parse": dict(tally.status),
+        "judge_parse": dict(tally.status) | {f"refused_{k}": n for k, n in tally.refused.items()},
     }
     method = method or f"{S.agent_spec(config, 'answer').source}"
     mem0 = build_report(
