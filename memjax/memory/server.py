@@ -42,7 +42,8 @@ from memjax.bounded_input import (
     ascii_int,
     loads,
 )
-from memjax.memory.corpus import Retriever
+from memjax.errors import StaleArtefactError
+from memjax.memory.corpus import Retriever, read_index_meta
 
 log = logging.getLogger(__name__)
 
@@ -273,6 +274,13 @@ def serve_job(config, workdir) -> None:
     from memjax.memory.embedder import Embedder
 
     embedder = None
+    built_with = (read_index_meta(config.index_dir).get("encoder") or {}).get("source")
+    if config.encoder.source and built_with and config.encoder.source != built_with:
+        raise StaleArtefactError(
+            f"{config.index_dir}: its vectors were made by encoder {built_with!r}, but "
+            f"config.encoder.source={config.encoder.source!r}; queries must be embedded by the "
+            "same encoder (leave config.encoder.source empty to use the index's own)"
+        )
     if config.encoder.source:
         embedder = Embedder.load(
             config.encoder.source,

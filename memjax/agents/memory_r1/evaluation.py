@@ -44,7 +44,13 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     manager = S.policy_for(config, "manager", c.manager_max_new_tokens, c.batch_size, "manager")
     banks_dir = Path(config.banks_dir or workdir / "banks")
     stored = ensure_banks(
-        conversations, facts, manager, embedder, S.construction_settings(config), banks_dir
+        conversations,
+        facts,
+        manager,
+        embedder,
+        S.construction_settings(config),
+        banks_dir,
+        inputs=S.bank_inputs(config),
     )
     print(f"banks: built {stored.built or 'none'}, loaded the rest from {banks_dir}", flush=True)
 
@@ -170,6 +176,7 @@ def build_banks_job(config, workdir) -> None:
         S.load_embedder(config),
         S.construction_settings(config),
         banks_dir,
+        inputs=S.bank_inputs(config),
     )
     for cid, bank in stored.banks.items():
         print(f"{cid}: {len(bank)} memories ({', '.join(bank.owners())})")
