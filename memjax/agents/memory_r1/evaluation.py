@@ -45,7 +45,13 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     manager = S.policy_for(config, "manager", c.manager_max_new_tokens, c.batch_size, "manager")
     banks_dir = Path(config.banks_dir or workdir / "banks")
     stored = ensure_banks(
-        conversations, facts, manager, embedder, S.construction_settings(config), banks_dir
+        conversations,
+        facts,
+        manager,
+        embedder,
+        S.construction_settings(config),
+        banks_dir,
+        inputs=S.bank_inputs(config),
     )
     print(f"banks: built {stored.built or 'none'}, loaded the rest from {banks_dir}", flush=True)
 
@@ -84,6 +90,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
 
     results, predictions = [], []
     answers = Counter(has_marker=sum(p.has_marker for p in parsed), total=len(parsed))
+    answers.update(f"refused_{p.refused}" for p in parsed if p.refused)
     for i, (e, text, p) in enumerate(zip(examples, outputs, parsed)):
         conv_id, qa_index = e.uid.rsplit("/", 1)
         scores = dict(mem0_scores(p.answer, e.gold, verdicts.get(i)))
@@ -112,7 +119,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     counters = {
         "construction": dict(stored.counters),
         "answers": dict(answers),
-        "judge_parse": dict(tally.status),
+        "judge_parse": dict(tally.status) | {f"refused_{k}": n for k, n in tally.refused.items()},
     }
     method = method or f"{S.agent_spec(config, 'answer').source}"
     mem0 = build_report(
@@ -170,6 +177,7 @@ def build_banks_job(config, workdir) -> None:
         S.load_embedder(config),
         S.construction_settings(config),
         banks_dir,
+        inputs=S.bank_inputs(config),
     )
     for cid, bank in stored.banks.items():
         print(f"{cid}: {len(bank)} memories ({', '.join(bank.owners())})")

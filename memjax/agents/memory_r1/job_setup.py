@@ -17,6 +17,7 @@ from memjax.data.locomo_types import Conversation
 from memjax.data.splits import MEMORY_R1_TRAIN_IDS, MEMORY_R1_VALIDATION_IDS
 from memjax.data.synthetic import SyntheticConfig, generate_conversations
 from memjax.errors import ConfigError, DataError
+from memjax.fingerprint import path_stamp
 
 SPLITS = ("train", "validation", "test", "all")
 
@@ -116,6 +117,42 @@ def policy_for(
         max_prompt_tokens=int(config.construction.max_prompt_tokens),
     )
     return TimedPolicy(policy, name or role, batch_size=batch_size)
+
+
+def model_identity(config: ConfigDict, role: str) -> dict:
+    """The fingerprint fields of a role's model: where its weights come from and their dtype
+    (the `stamp` of local weights changes when they are retrained in place)."""
+    spec = agent_spec(config, role)
+    weights = spec.trained or spec.source
+    return {
+        f"{role}.source": spec.source,
+        f"{role}.trained": spec.trained,
+        f"{role}.param_dtype": spec.param_dtype,
+        f"{role}.stamp": path_stamp(weights) if weights else "",
+    }
+
+
+def embedder_identity(config: ConfigDict) -> dict:
+    e = config.embedder
+    return {
+        "embedder.source": e.source,
+        "embedder.layout": e.layout or "",
+        "embedder.stamp": path_stamp(e.source),
+    }
+
+
+def bank_inputs(config: ConfigDict, role: str = "manager") -> dict:
+    """What besides the conversation and the construction settings decides a bank: the model
+    that extracts facts and manages memory, the embedder, and the generation settings (greedy
+    decoding, so these fix the outputs). Batch size is left out: it does not change them."""
+    c = config.construction
+    return {
+        **model_identity(config, role),
+        **embedder_identity(config),
+        "construction.fact_max_new_tokens": int(c.fact_max_new_tokens),
+        "construction.manager_max_new_tokens": int(c.manager_max_new_tokens),
+        "construction.max_prompt_tokens": int(c.max_prompt_tokens),
+    }
 
 
 def load_embedder(config: ConfigDict):

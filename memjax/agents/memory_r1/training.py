@@ -66,6 +66,7 @@ def answer_training_examples(config, workdir: Path, split: str):
         S.load_embedder(config),
         S.construction_settings(config),
         Path(config.banks_dir or workdir / "banks"),
+        inputs=S.bank_inputs(config),
     )
     k = int(config.answer_agent.k_per_speaker)
     return [
@@ -100,6 +101,7 @@ def manager_training_examples(config, workdir: Path, split: str, embedder):
         window=int(config.snapshots.window),
         settings=S.construction_settings(config),
         progress=True,
+        inputs=S.bank_inputs(config, role="teacher"),
     )
     print(f"manager examples ({split}): {dict(stats)}", flush=True)
     return examples

@@ -3,7 +3,8 @@
 Data paths that are relative and absent from the working directory are taken relative to the
 repository root, so the CPU config's `../shared/data/...` works from anywhere. A closed corpus
 (HotpotQA's own paragraphs) is written with `memjax.data.corpus` and indexed on first use; an
-existing index is reused.
+existing index is reused when it was built from the same corpus (by content), encoder and index
+kind, and rebuilt, saying what differs, when it was not.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from memjax.data.corpus import build_corpus, hotpot_paragraphs, write_corpus
 from memjax.data.hotpotqa import load_hotpotqa
 from memjax.data.qa import QAExample, load_flashrag_jsonl
 from memjax.errors import ConfigError, DataError
+from memjax.fingerprint import describe
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 FORMATS = ("flashrag", "hotpotqa_hf")
@@ -79,29 +81,24 @@ def ensure_closed_corpus(config: ConfigDict) -> Path:
 
 def ensure_index(config: ConfigDict) -> Path:
     """The in-process retriever's index directory, built from the corpus when absent."""
-    from memjax.memory.atomic import latest_snapshot
-    from memjax.memory.corpus import build_corpus_index
+    from memjax.memory.corpus import build_corpus_index, stale_index
     from memjax.memory.embedder import Embedder
 
     r = config.retriever
     if not r.index_dir:
         raise ConfigError("config.retriever.index_dir is empty; the in-process retriever needs it")
     index_dir = Path(r.index_dir).expanduser()
-    try:
-        latest_snapshot(index_dir)
-        return index_dir
-    except (FileNotFoundError, ValueError):
-        pass
-    corpus = ensure_closed_corpus(config)
     layout = r.encoder.layout or None
+    encoder_meta = {"source": r.encoder.source, "layout": layout}
+    corpus = Path(r.corpus).expanduser() if r.corpus else None
+    stale = stale_index(index_dir, corpus, encoder_meta, r.index_kind)
+    if stale is None:
+        return index_dir
+    if stale:
+        print(f"index: {index_dir} was built from other inputs ({describe(stale)}); rebuilding")
+    corpus = ensure_closed_corpus(config)
     embedder = Embedder.load(r.encoder.source, layout=layout)
-    build_corpus_index(
-        corpus,
-        embedder,
-        index_dir,
-        kind=r.index_kind,
-        encoder_meta={"source": r.encoder.source, "layout": layout},
-    )
+    build_corpus_index(corpus, embedder, index_dir, kind=r.index_kind, encoder_meta=encoder_meta)
     return index_dir
 
 
