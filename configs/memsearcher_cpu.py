@@ -60,7 +60,8 @@ def get_config() -> ConfigDict:
 
     config.optimizer.learning_rate = 1e-6
     config.train.batch_size = 1  # questions per step (x G rollouts, x contexts = rows)
-    config.train.mini_batch_size = 1
+    config.train.mini_batch_size = 1  # G = 5 rows per update, ~2-3 updates per step
+    config.train.mini_batch_shards = 1
     config.train.micro_batches = 2
     config.train.num_steps = 4
     config.train.save_every_steps = 2

@@ -1,8 +1,9 @@
 """Episodes of MemSearcher and of its baselines, built from one config so that all agents share
 the retriever settings (top-n) and the turn limit, and differ only in how they keep context.
 
-Search-R1 retrieves `retriever.default_top_n` passages per search (its own default is 3), ReAct
-uses MemSearcher's tool and settings, and plain RAG retrieves as many once.
+Search-R1 runs with its own settings from the config's `search_r1` section (3 passages per
+search, 4 search rounds, observations cut at 500 tokens), ReAct uses MemSearcher's tool and
+settings, and plain RAG retrieves `retriever.default_top_n` passages once.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from memjax.agents.memsearcher.recipe import settings_from_config
 from memjax.agents.rag import RagSettings, make_rag_episodes
 from memjax.agents.react import ReActEpisode, ReActSettings
 from memjax.agents.retrieval import Retriever
-from memjax.agents.search_r1 import SearchR1Episode, SearchR1Settings
+from memjax.agents.search_r1 import SearchR1Episode, search_r1_settings
 
 AGENTS = ("memsearcher", "search_r1", "react", "rag")
 SEQUENTIAL = ("memsearcher", "search_r1", "react")  # the multi-turn agents
@@ -39,8 +40,8 @@ def episode_factory(
     if agent == "memsearcher":
         return lambda q: MemSearcherEpisode(q, count_tokens, settings)
     if agent == "search_r1":
-        sr1 = SearchR1Settings(max_turns=settings.max_turns, top_k=settings.search.default_top_n)
-        return lambda q: SearchR1Episode(q, sr1)
+        sr1 = search_r1_settings(config.search_r1)
+        return lambda q: SearchR1Episode(q, sr1, count_tokens)
     if agent == "react":
         react = ReActSettings(max_turns=settings.max_turns, search=settings.search)
         return lambda q: ReActEpisode(q, react)

@@ -84,6 +84,13 @@ def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") 
     config.eval_sampling.temperature = 0.0  # greedy
     config.eval_sampling.max_tokens_per_call = 512
 
+    # The Search-R1 baseline runs with Search-R1's own settings, not MemSearcher's
+    # (PeterGriffinJin/Search-R1 @ a14dc3a, scripts/nq_hotpotqa/v0.2/train_ppo.sh and
+    # search_r1/llm_agent/generation.py): 3 passages per search (`retriever.topk=3`), at most
+    # 4 search rounds and then one final call (`max_turns=4`), and each observation cut to its
+    # first 500 tokens (`max_obs_length=500`).
+    config.search_r1 = ConfigDict({"top_k": 3, "max_turns": 4, "max_observation_tokens": 500})
+
     # memsearcher.eval: MemSearcher against the growing-context baselines and plain RAG.
     config.eval = ConfigDict()
     config.eval.agents = "memsearcher,search_r1,react,rag"
@@ -97,10 +104,20 @@ def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") 
     config.train.algorithm = "multi_context_grpo"
     config.train.batch_size = 256  # questions per step
     config.train.mini_batch_size = 128
+    # How a step's context rows become updates (memjax.rl.minibatches). MemSearcher's trainer
+    # cuts all context rows, in rollout order, into mini-batches of mini_batch_size x G rows
+    # (verl's ppo_mini_batch_size x rollout.n), so a step makes about 2 x (mean contexts per
+    # trajectory) updates; "shuffled" is memjax's fixed batch_size / mini_batch_size updates
+    # over shuffled rows. The shards are train.sh's 8 GPUs, each cutting its own slice.
+    config.train.mini_batch_mode = "in_order"
+    config.train.mini_batch_shards = 8
     config.train.ppo_epochs = 1
     config.train.total_epochs = 1
     config.train.num_steps = 0  # 0: total_epochs over the training sets
-    config.train.micro_batches = 1  # per mini-batch; more saves activation memory
+    # Per mini-batch; more saves activation memory. A config with scale sections
+    # (train.micro_batch_per_device) derives it from that instead, so the memory plan and the
+    # run use the same micro-batch.
+    config.train.micro_batches = 1
     config.train.vocab_chunk = 4096  # log-probs computed over the vocabulary in chunks
     config.train.advantage_eps = 1e-6  # A = (R - mean_G) / (std_G + eps), unbiased std
     config.train.save_every_steps = 20
