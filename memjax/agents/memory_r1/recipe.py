@@ -104,8 +104,17 @@ def memory_r1_config(
 
     config.data = ConfigDict()
     config.data.path = locomo_path  # or "synthetic"
+    # Synthetic data: training conversations and held-out ones (validation, then test) come
+    # from different seeds, so no held-out conversation repeats a training one.
     config.data.synthetic = ConfigDict(
-        {"num_conversations": 8, "sessions_per_conversation": 4, "seed": 0}
+        {
+            "num_train": 4,
+            "num_validation": 1,
+            "num_test": 3,
+            "sessions_per_conversation": 4,
+            "train_seed": 0,
+            "held_out_seed": 1,
+        }
     )
     config.data.split = "test"  # build_banks / eval: train | validation | test | all
     config.data.conversations = ""  # comma-separated ids; overrides the split

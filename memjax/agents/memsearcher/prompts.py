@@ -3,6 +3,8 @@ user message built from (question, memory), and the memory-update request after 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from memjax.agents.search_tool import TOOLS_SECTION
 
 SYSTEM_PROMPT = (
@@ -39,5 +41,8 @@ def context_messages(question: str, memory: str) -> tuple[dict, ...]:
     )
 
 
-def tool_response_message(body: str) -> dict:
-    return {"role": "user", "content": f"{body}\n{MEMORY_UPDATE_REQUEST}"}
+def tool_response_message(bodies: str | Sequence[str]) -> dict:
+    """One user message for all the action's tool responses, each followed by the update
+    request, as the authors' rollout concatenates them."""
+    bodies = [bodies] if isinstance(bodies, str) else list(bodies)
+    return {"role": "user", "content": "".join(f"{b}\n{MEMORY_UPDATE_REQUEST}" for b in bodies)}
