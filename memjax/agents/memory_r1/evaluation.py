@@ -63,6 +63,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     parsed = [parse_answer(t) for t in outputs]
 
     judge = S.policy_for(config, "judge", config.judge.max_new_tokens, a.batch_size, "judge")
+    judge_template = S.prompt_templates(config)["judge"]
     judged = [i for i, e in enumerate(examples) if e.category != ADVERSARIAL]
     replies = judge(
         [
@@ -70,7 +71,10 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
                 {
                     "role": "user",
                     "content": render_judge_prompt(
-                        examples[i].question, examples[i].gold, parsed[i].answer or ""
+                        examples[i].question,
+                        examples[i].gold,
+                        parsed[i].answer or "",
+                        judge_template,
                     ),
                 }
             ]

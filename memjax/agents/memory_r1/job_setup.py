@@ -7,10 +7,15 @@ from pathlib import Path
 
 from ml_collections import ConfigDict
 
-from memjax.agents.memory_r1.answer_env import AnswerSettings
-from memjax.agents.memory_r1.construction import ConstructionSettings
+from memjax.agents.memory_r1.answer_env import ANSWER_TEMPLATES, AnswerSettings
+from memjax.agents.memory_r1.construction import (
+    FACT_TEMPLATES,
+    MANAGER_TEMPLATES,
+    ConstructionSettings,
+)
 from memjax.agents.memory_r1.models import load_agent_model, sampler_policy
 from memjax.agents.memory_r1.policy import TimedPolicy
+from memjax.agents.prompt_templates import PromptTemplate, templates_from_config
 from memjax.data.categories import ADVERSARIAL
 from memjax.data.locomo import load_locomo
 from memjax.data.locomo_types import Conversation
@@ -23,6 +28,7 @@ from memjax.data.splits import (
     SyntheticSplitConfig,
     synthetic_split,
 )
+from memjax.eval.judge import JUDGE_TEMPLATE
 
 SPLITS = ("train", "validation", "test", "all")
 
@@ -169,10 +175,26 @@ def load_embedder(config: ConfigDict):
     return Embedder.load(config.embedder.source, layout=config.embedder.layout or None)
 
 
+PROMPT_DEFAULTS = {
+    **FACT_TEMPLATES,
+    **MANAGER_TEMPLATES,
+    **ANSWER_TEMPLATES,
+    JUDGE_TEMPLATE.name: JUDGE_TEMPLATE,
+}
+
+
+def prompt_templates(config: ConfigDict) -> dict[str, PromptTemplate]:
+    """Every Memory-R1 prompt's template: `config.prompts.<name>` (a file) or memjax's own;
+    a bad file is one error naming it and its placeholders, raised at job start."""
+    return templates_from_config(config.get("prompts"), PROMPT_DEFAULTS, "config.prompts")
+
+
 def construction_settings(config: ConfigDict) -> ConstructionSettings:
     c = config.construction
     return ConstructionSettings(
-        related_k=int(c.related_k), fact_context_turns=int(c.fact_context_turns)
+        related_k=int(c.related_k),
+        fact_context_turns=int(c.fact_context_turns),
+        templates=prompt_templates(config),
     )
 
 
@@ -183,6 +205,7 @@ def answer_settings(config: ConfigDict) -> AnswerSettings:
         metric=str(a.metric),
         style=str(a.style),
         answer_prefix=str(a.get("answer_prefix", "")),
+        templates=prompt_templates(config),
     )
 
 

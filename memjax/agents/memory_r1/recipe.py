@@ -144,6 +144,25 @@ def memory_r1_config(
 
     config.banks_dir = ""  # built banks to reuse (default: <workdir>/banks)
 
+    # Prompt template files with {{placeholders}} (memjax.agents.prompt_templates); "" keeps
+    # memjax's own wording. Point one at the authors' exact text to reproduce their setup.
+    config.prompts = ConfigDict(
+        {
+            name: ""
+            for name in (
+                "fact_system",  # {{date}}
+                "fact_user",  # {{dialogue}}
+                "manager",  # {{current_memory}}, {{facts}}
+                "manager_memory",  # {{memories}}
+                "manager_empty_memory",  # no placeholders
+                "answer",  # {{speaker_a}} {{memories_a}} {{speaker_b}} {{memories_b}} {{question}}
+                "answer_no_distill",  # the same
+                "answer_short",  # the same
+                "judge",  # {{question}}, {{gold_answer}}, {{generated_answer}}
+            )
+        }
+    )
+
     group = 8 if algo == "grpo" else 1
     config.rl = rl_config(algo, group, PAPER_BATCH, seq_len=4096 + 2048)
     rows = PAPER_BATCH * group

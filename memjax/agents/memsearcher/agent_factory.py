@@ -14,7 +14,7 @@ from ml_collections import ConfigDict
 
 from memjax.agents.episode import Episode
 from memjax.agents.memsearcher.episode import MemSearcherEpisode
-from memjax.agents.memsearcher.recipe import settings_from_config
+from memjax.agents.memsearcher.recipe import prompt_templates, settings_from_config
 from memjax.agents.rag import RagSettings, make_rag_episodes
 from memjax.agents.react import ReActEpisode, ReActSettings
 from memjax.agents.retrieval import Retriever
@@ -40,7 +40,8 @@ def episode_factory(
     if agent == "memsearcher":
         return lambda q: MemSearcherEpisode(q, count_tokens, settings)
     if agent == "search_r1":
-        sr1 = search_r1_settings(config.search_r1)
+        instruction = prompt_templates(config)["search_r1_instruction"]
+        sr1 = search_r1_settings(config.search_r1, instruction)
         return lambda q: SearchR1Episode(q, sr1, count_tokens)
     if agent == "react":
         react = ReActSettings(max_turns=settings.max_turns, search=settings.search)

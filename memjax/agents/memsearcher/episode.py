@@ -19,7 +19,7 @@ answers an error). The turn structure is the same; only the error text differs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memjax.agents.episode import (
@@ -38,13 +38,13 @@ from memjax.agents.memsearcher.protocol import (
     tool_calls,
 )
 from memjax.agents.memsearcher.reward import reward
+from memjax.agents.prompt_templates import PromptTemplate
 from memjax.agents.retrieval import Passage
 from memjax.agents.search_tool import (
     SearchSettings,
     error_result,
     format_results,
     plan_search,
-    tool_response_body,
 )
 
 TRAIN_MAX_TURNS = 5
@@ -58,6 +58,9 @@ class MemSearcherSettings:
     think_prefix: str = prompts.THINK_PREFIX
     search: SearchSettings = field(default_factory=SearchSettings)
     stop: tuple[str, ...] = (IM_START,)  # besides EOS, as the authors' sampler
+    # Prompt templates by name (memsearcher_system, memsearcher_user,
+    # memsearcher_tool_response); absent: memjax's own (memjax.agents.memsearcher.prompts).
+    templates: Mapping[str, PromptTemplate] = field(default_factory=dict)
 
 
 _ACT, _SEARCH, _MEMORY, _DONE = "act", "search", "memory", "done"
@@ -137,7 +140,7 @@ class MemSearcherEpisode:
         return self.contexts[-1]
 
     def _new_context(self) -> None:
-        messages = prompts.context_messages(self.question, self.memory)
+        messages = prompts.context_messages(self.question, self.memory, self.settings.templates)
         call = ModelCall(messages, self.settings.think_prefix, self.settings.stop)
         self.contexts.append(ContextRecord([call]))
         self._state = _ACT
@@ -189,8 +192,9 @@ class MemSearcherEpisode:
             "role": "assistant",
             "content": call.assistant_prefix + self._context.outputs[-1].text,
         }
-        bodies = [tool_response_body(c, r) for c, r in zip(self._calls, self._results)]
-        messages = (*call.messages, action, prompts.tool_response_message(bodies))
+        responses = [(c.raw, r) for c, r in zip(self._calls, self._results)]
+        reply = prompts.tool_response_message(responses, self.settings.templates)
+        messages = (*call.messages, action, reply)
         self._context.calls.append(ModelCall(messages, "", self.settings.stop))
         self._state = _MEMORY
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from ml_collections import ConfigDict
 
+from memjax.agents.memsearcher import prompts
 from memjax.agents.memsearcher.episode import (
     EVAL_MAX_TURNS,
     TRAIN_MAX_TURNS,
     MemSearcherSettings,
 )
+from memjax.agents.prompt_templates import PromptTemplate, templates_from_config
+from memjax.agents.search_r1.episode import INSTRUCTION_TEMPLATE
 from memjax.agents.search_tool import SearchSettings
 from memjax.recipes.rl_sections import optimizer_section, policy_loss_section
 
@@ -83,6 +86,17 @@ def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") 
     config.rollout.max_prompt_length = 695
     config.rollout.max_response_length = 6024  # per context
 
+    # Prompt template files with {{placeholders}} (memjax.agents.prompt_templates); "" keeps
+    # memjax's own wording. Point one at the authors' exact text to reproduce their setup.
+    config.prompts = ConfigDict(
+        {
+            "memsearcher_system": "",  # no placeholders
+            "memsearcher_user": "",  # {{question}}, {{memory}}
+            "memsearcher_tool_response": "",  # {{call}}, {{result}} (one per tool call)
+            "search_r1_instruction": "",  # {{question}}
+        }
+    )
+
     config.eval_sampling = ConfigDict()
     config.eval_sampling.temperature = 0.0  # greedy
     config.eval_sampling.max_tokens_per_call = 512
@@ -127,10 +141,21 @@ def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") 
     return config
 
 
+PROMPT_DEFAULTS = {**prompts.TEMPLATES, INSTRUCTION_TEMPLATE.name: INSTRUCTION_TEMPLATE}
+
+
+def prompt_templates(config: ConfigDict) -> dict[str, PromptTemplate]:
+    """Every prompt's template: `config.prompts.<name>` (a file) or memjax's own; a bad file is
+    one error naming it and its placeholders."""
+    return templates_from_config(config.get("prompts"), PROMPT_DEFAULTS, "config.prompts")
+
+
 def settings_from_config(config: ConfigDict, evaluation: bool = False) -> MemSearcherSettings:
     """The episode settings a config asks for (turn limit: training or evaluation)."""
     agent, retriever = config.agent, config.retriever
+    templates = prompt_templates(config)
     return MemSearcherSettings(
+        templates={k: v for k, v in templates.items() if k in prompts.TEMPLATES},
         max_turns=agent.max_turns_eval if evaluation else agent.max_turns_train,
         memory_cap_tokens=agent.memory_cap_tokens,
         search=SearchSettings(

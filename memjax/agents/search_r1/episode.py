@@ -24,6 +24,7 @@ from memjax.agents.episode import (
     ModelOutput,
     SearchRequest,
 )
+from memjax.agents.prompt_templates import PromptTemplate
 from memjax.agents.retrieval import Passage
 from memjax.agents.search_r1 import format as fmt
 
@@ -35,14 +36,25 @@ class SearchR1Settings:
     max_turns: int = 5
     top_k: int = 3  # Search-R1's retriever returns 3 passages
     max_observation_tokens: int = 0  # 0: observations are not cut
+    instruction: PromptTemplate | None = None  # None: INSTRUCTION_TEMPLATE
 
 
-def search_r1_settings(section) -> SearchR1Settings:
+# Search-R1's instruction as a template (memjax.agents.prompt_templates), memjax's wording
+# by default; `config.prompts.search_r1_instruction` replaces it.
+INSTRUCTION_TEMPLATE = PromptTemplate(
+    "search_r1_instruction",
+    ("question",),
+    fmt.PROMPT_TEMPLATE.replace("{question}", "{{question}}"),
+)
+
+
+def search_r1_settings(section, instruction: PromptTemplate | None = None) -> SearchR1Settings:
     """The episode settings of a config's `search_r1` section (Search-R1's own names)."""
     return SearchR1Settings(
         max_turns=int(section.max_turns) + 1,
         top_k=int(section.top_k),
         max_observation_tokens=int(section.max_observation_tokens),
+        instruction=instruction,
     )
 
 
@@ -74,7 +86,10 @@ class SearchR1Episode:
         self.question = question
         self.settings = settings
         self.count_tokens = count_tokens
-        self.messages = ({"role": "user", "content": fmt.prompt(question)},)
+        instruction = settings.instruction or INSTRUCTION_TEMPLATE
+        self.messages = (
+            {"role": "user", "content": instruction.render(question=question.strip())},
+        )
         self.context = ContextRecord([ModelCall(self.messages, "", fmt.STOP)])
         self.searches: list[str] = []
         self.stop_reason = ""
@@ -144,7 +159,9 @@ class SearchR1Episode:
     def result(self, golden_answers: Sequence[str]) -> EpisodeResult:
         if not self._done:
             raise RuntimeError("result() before the episode ended")
-        full_text = self.messages[0]["content"] + self._written()
+        # Scored after memjax's own instruction (one <answer> example, which `extract_answer`
+        # counts), so a replaced instruction template changes the prompt and not the score.
+        full_text = fmt.prompt(self.question) + self._written()
         answer = fmt.extract_answer(full_text)
         return EpisodeResult(
             question=self.question,
