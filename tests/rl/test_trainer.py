@@ -189,3 +189,44 @@ def test_keep_best_without_matching_evals_does_not_crash(tmp_path, eval_every):
         progress=False,
     )
     assert len(out["history"]) == 2
+
+
+@pytest.mark.parametrize(
+    "fields, updates",
+    [
+        # MemSearcher's trainer: 8 context rows (4 trajectories x 2 contexts) in chunks of 3.
+        ({"mini_batch_mode": "in_order", "mini_batch_rows": 3}, 3),
+        ({"mini_batch_mode": "shuffled", "mini_batches": 2}, 2),  # memjax's fixed count
+    ],
+)
+def test_the_step_makes_the_updates_the_mini_batch_plan_says(fields, updates):
+    config = _config("grpo", prompts_per_step=2, group_size=2, micro_batches=2, **fields)
+    rc = trainer.RLRunConfig.from_section(config)
+    cfg = toy.toy_decoder_config(config.model)
+    params = jax.jit(lambda k: init_params(decoder_abstract(cfg), k))(jax.random.key(0))
+    task = trainer.RLTask(
+        rc,
+        env=ToolEnv(),
+        params=params,
+        cfg=cfg,
+        train_examples=[3, 4],
+        eval_examples=(),
+        eos_ids=(2,),
+        pad_id=0,
+        generate=scripted_generate(),
+    )
+    task.step(0, jax.random.key(1))
+    assert int(task.states["policy"].step) == updates
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"mini_batch_mode": "random"}, "mini_batch_mode"),
+        ({"mini_batch_mode": "in_order"}, "mini_batch_rows"),
+        ({"mini_batch_mode": "in_order", "mini_batch_rows": 5, "mini_batch_shards": 2}, "shards"),
+    ],
+)
+def test_bad_mini_batch_fields_name_the_field(fields, message):
+    with pytest.raises(ValueError, match=message):
+        trainer.RLRunConfig.from_section(_config("grpo", **fields))

@@ -10,8 +10,8 @@ prompt). Reports, shaped like Memory-R1's Table 1 (question-weighted overall):
   - report_mem0.{md,json}: F1 / BLEU-1 / J and EM, category 5 left out (Mem0, Memory-R1);
   - report_official.{md,json}: the official LoCoMo stemmed F1 with its per-category rules
     (category 5 included when config.data.include_adversarial);
-each with p50/p95 latency of the fact extractor, manager, answer agent and judge, and memory
-tokens per conversation. predictions.jsonl holds every question's output and scores.
+each naming its split and the size of every part, with p50/p95 latency of the fact extractor,
+manager, answer agent and judge, and memory tokens per conversation. predictions.jsonl holds every question's output and scores.
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     """Runs the evaluation; returns {"mem0": Report, "official": Report, "predictions": [...]}."""
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    conversations = S.select_conversations(S.load_conversations(config.data), config.data)
+    every_conversation = S.load_conversations(config.data)
+    conversations = S.select_conversations(every_conversation, config.data)
+    split = S.split_summary(every_conversation, config.data)
     embedder = S.load_embedder(config)
     c, a = config.construction, config.answer_agent
     facts = S.policy_for(config, "manager", c.fact_max_new_tokens, c.batch_size, "fact_extraction")
@@ -68,6 +70,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     parsed = [parse_answer(t) for t in outputs]
 
     judge = S.policy_for(config, "judge", config.judge.max_new_tokens, a.batch_size, "judge")
+    judge_template = S.prompt_templates(config)["judge"]
     judged = [i for i, e in enumerate(examples) if e.category != ADVERSARIAL]
     replies = judge(
         [
@@ -75,7 +78,10 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
                 {
                     "role": "user",
                     "content": render_judge_prompt(
-                        examples[i].question, examples[i].gold, parsed[i].answer or ""
+                        examples[i].question,
+                        examples[i].gold,
+                        parsed[i].answer or "",
+                        judge_template,
                     ),
                 }
             ]
@@ -130,6 +136,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
         latencies=latencies,
         memory_tokens=mem_tokens,
         counters=counters,
+        split=split,
     )
     official_categories = TABLE1_ORDER + ((ADVERSARIAL,) if config.data.include_adversarial else ())
     official = build_report(
@@ -140,6 +147,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
         latencies=latencies,
         memory_tokens=mem_tokens,
         counters=counters,
+        split=split,
     )
     for name, report in (("mem0", mem0), ("official", official)):
         (workdir / f"report_{name}.md").write_text(report.to_markdown())

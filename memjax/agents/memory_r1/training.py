@@ -134,6 +134,7 @@ def train_manager_job(config, workdir) -> None:
         related_k=int(config.construction.related_k),
         answer_k=int(a.k_per_speaker),
         answer=S.answer_settings(config),
+        templates=S.prompt_templates(config),
     )
     env = ManagerEnvironment(model.tokenizer, embedder, answerer, settings)
     _run_trainer(config, workdir, env, model, train_examples, eval_examples)
