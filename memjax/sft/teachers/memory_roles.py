@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from memjax.agents.memory_r1.answer_env import answer_examples, answer_messages, score_completion
+from memjax.agents.memory_r1.answer_env import answer_messages, score_completion
 from memjax.agents.memory_r1.answer_parser import parse_answer
 from memjax.agents.memory_r1.construction import build_banks, conversation_stream, fact_messages
 from memjax.agents.memory_r1.fact_parser import parse_facts
@@ -204,15 +204,16 @@ def replay_manager(world: MemoryWorld, t: Trajectory) -> Verdict:
         [conversation_stream(conv)], world.fact_oracle(source, [conv]), replayed,
         world.embedder, c,
     )  # fmt: skip
-    if unknown:
-        return Verdict(0.0, "prompt_mismatch")
-    if set(table) - set(used):
-        return Verdict(0.0, "context_unused")
+    # A rejected output changes the bank, so later prompts differ too: the output is the cause.
     counts = result.counters
     if any(k.startswith("manager_rejected_") for k in counts) or counts["manager_json_ok"] != sum(
         used.values()
     ):
         return Verdict(0.0, "manager_output_rejected")
+    if unknown:
+        return Verdict(0.0, "prompt_mismatch")
+    if set(table) - set(used):
+        return Verdict(0.0, "context_unused")
     if any(k.startswith("bank_") and k != "bank_accepted" for k in counts):
         return Verdict(0.0, "bank_rejected_op")
     states = final_states(world.events(source)[conv.sample_id])
@@ -222,12 +223,6 @@ def replay_manager(world: MemoryWorld, t: Trajectory) -> Verdict:
 
 
 # ------------------------------------------------------------------------------ answer
-
-
-def _answer_example(world: MemoryWorld, source: dict, conv: Conversation, items):
-    bank = world.answer_bank(source)
-    k = world.settings.k_per_speaker
-    return bank, answer_examples(conv.sample_id, conv.speakers, bank, items, k)
 
 
 def _shown(example) -> list[tuple[str, str, str]]:
@@ -248,9 +243,9 @@ def answer_trajectories(
     rows, prompts, oracle = [], [], []
     for conv in conversations:
         conv_source = {**source, "conversation_id": conv.sample_id}
-        items = answerable(conv)
-        bank, examples = _answer_example(world, conv_source, conv, items)
-        for q, example in zip(items, examples):
+        bank, examples = world.answer_bank(conv_source), world.answer_examples(conv_source)
+        for q in answerable(conv):
+            example = examples[q.index]
             rows.append((conv_source, q))
             prompts.append(answer_messages(example, settings.answer))
             evidence = evidence_memories(bank, q.evidence)
@@ -278,7 +273,7 @@ def replay_answer(world: MemoryWorld, t: Trajectory) -> Verdict:
     shaped = _prompt_and_reply(t.contexts[0]) if len(t.contexts) == 1 else None
     if q is None or shaped is None:
         return Verdict(0.0, "unknown_question" if q is None else "bad_shape")
-    bank, (example,) = _answer_example(world, source, conv, [q])
+    bank, example = world.answer_bank(source), world.answer_examples(source)[q.index]
     prompt, text = shaped
     if messages_key(prompt) != messages_key(answer_messages(example, world.settings.answer)):
         return Verdict(0.0, "prompt_mismatch")

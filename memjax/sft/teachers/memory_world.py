@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from memjax.agents.memory_r1.answer_env import AnswerSettings
+from memjax.agents.memory_r1.answer_env import AnswerExample, AnswerSettings, answer_examples
 from memjax.agents.memory_r1.construction import (
     ConstructionSettings,
     build_banks,
@@ -97,6 +97,7 @@ class MemoryWorld:
         self._conversations: dict[tuple, dict[str, Conversation]] = {}
         self._events: dict[tuple, dict[str, list[TrackEvent]]] = {}
         self._banks: dict[tuple, MemoryBank] = {}
+        self._examples: dict[tuple, dict[int, AnswerExample]] = {}
 
     def conversations(self, source: dict) -> dict[str, Conversation]:
         key = _data_key(source)
@@ -134,6 +135,19 @@ class MemoryWorld:
 
     def manager_oracle(self, source: dict, conversation: Conversation) -> ManagerOracle:
         return ManagerOracle(self.events(source)[conversation.sample_id])
+
+    def answer_examples(self, source: dict) -> dict[int, AnswerExample]:
+        """qa index -> the answer agent's example (its retrieved memories) for every
+        answerable question of the source's conversation, retrieved in one batch as the
+        evaluation does, and remembered: a replay sees the retrieval the teacher saw."""
+        conv = self.conversation(source)
+        key = (*_data_key(source), conv.sample_id)
+        if key not in self._examples:
+            items = answerable(conv)
+            bank, k = self.answer_bank(source), self.settings.k_per_speaker
+            examples = answer_examples(conv.sample_id, conv.speakers, bank, items, k)
+            self._examples[key] = {q.index: e for q, e in zip(items, examples)}
+        return self._examples[key]
 
     def answer_bank(self, source: dict) -> MemoryBank:
         """The bank the answer agent reads for the source's conversation."""

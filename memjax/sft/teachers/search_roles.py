@@ -57,7 +57,7 @@ def run_oracles(world: SearchWorld, episodes: Sequence[Episode], oracles, max_ro
             if request is not None:
                 pending.setdefault(request.k, []).append((episode, oracle, request.query))
         for k, items in pending.items():
-            results = world.retriever.search([q for _, _, q in items], k)
+            results = world.search([q for _, _, q in items], k)
             for (episode, oracle, _), passages in zip(items, results):
                 oracle.saw(passages)
                 episode.receive(passages)
@@ -95,7 +95,7 @@ def search_trajectories(
     else:
         from memjax.agents.memsearcher.eval_job import drive
 
-        drive(episodes, teacher, world.retriever, rng if rng is not None else jax.random.key(0))
+        drive(episodes, teacher, world, rng if rng is not None else jax.random.key(0))
     out = []
     for example, episode in zip(examples, episodes):
         result = episode.result(world.golden(example))
@@ -126,7 +126,7 @@ def _expected(world: SearchWorld, t: Trajectory):
 def _search(world: SearchWorld, episode: Episode, output: ModelOutput) -> None:
     request = episode.observe(output)
     if request is not None:
-        episode.receive(world.retriever.search([request.query], request.k)[0])
+        episode.receive(world.search([request.query], request.k)[0])
 
 
 def _finish(world: SearchWorld, episode: Episode, example: HotpotExample) -> Verdict:

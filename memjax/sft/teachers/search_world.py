@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from memjax.agents.memsearcher.episode import MemSearcherSettings
-from memjax.agents.retrieval import Retriever
+from memjax.agents.retrieval import Passage, Retriever
 from memjax.agents.search_r1 import SearchR1Settings
 from memjax.data.hotpotqa import HotpotExample
 
@@ -31,6 +31,17 @@ class SearchWorld:
         self.data_path = str(data_path)
         self.memsearcher = memsearcher
         self.search_r1 = search_r1
+        self._searched: dict[tuple[str, int], list[Passage]] = {}
+
+    def search(self, queries: list[str], k: int) -> list[list[Passage]]:
+        """The retriever's passages, remembered per (query, k): a batched query embeds a
+        hair differently from a single one (padding), so a replay that asks again one query
+        at a time sees the passages the trajectory saw, not a near-tie reordering."""
+        todo = list(dict.fromkeys(q for q in queries if (q, k) not in self._searched))
+        if todo:
+            for query, passages in zip(todo, self.retriever.search(todo, k)):
+                self._searched[(query, k)] = list(passages)
+        return [list(self._searched[(q, k)]) for q in queries]
 
     def example(self, question_id: str) -> HotpotExample:
         if question_id not in self.examples:
