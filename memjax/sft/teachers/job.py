@@ -129,7 +129,7 @@ def _memory_jobs(config, roles, teachers, tally, splits) -> list[Trajectory]:
             "answer": MR.answer_trajectories}  # fmt: skip
     replay = {"facts": MR.replay_facts, "manager": MR.replay_manager, "answer": MR.replay_answer}
     for role in (r for r in roles if r in MEMORY_ROLES):
-        data = [d.strip() for d in str(config.answer_data).split(",")] if role == "answer" else []
+        data = _answer_data(config) if role == "answer" else []
         if role != "answer" or "synthetic" in data:
             jobs.append((role, syn, syn_convs, syn_name))
         if "locomo" in data:
@@ -139,9 +139,6 @@ def _memory_jobs(config, roles, teachers, tally, splits) -> list[Trajectory]:
                 "locomo", list(world.conversations(loc).values()), config.split
             )
             jobs.append((role, loc, convs, name))
-        unknown = [d for d in data if d not in ANSWER_DATA]
-        if unknown:
-            raise ValueError(f"config.answer_data: {unknown}; choose from {ANSWER_DATA}")
     out = []
     for role, source, convs, name in jobs:
         splits[f"{role}:{name}"] = {"conversations": len(convs)}
@@ -195,7 +192,31 @@ def _search_jobs(config, roles, teachers, tally, splits, count_tokens) -> list[T
     return out
 
 
+def _answer_data(config: ConfigDict) -> list[str]:
+    data = [d.strip() for d in str(config.answer_data).split(",") if d.strip()]
+    unknown = [d for d in data if d not in ANSWER_DATA]
+    if unknown or not data:
+        raise ValueError(f"config.answer_data={config.answer_data!r}; choose from {ANSWER_DATA}")
+    return data
+
+
+def _check_inputs(config: ConfigDict, roles: list[str]) -> None:
+    """Config values and data files, checked before any model or index loads."""
+    from memjax.agents.memsearcher.job_setup import resolve_path
+    from memjax.sft.teachers.data_split import SPLITS
+
+    if config.split not in SPLITS:
+        raise ValueError(f"config.split={config.split!r}; choose from {SPLITS}")
+    if config.teacher.kind not in TEACHERS:
+        raise ValueError(f"config.teacher.kind={config.teacher.kind!r}; choose from {TEACHERS}")
+    if "answer" in roles and "locomo" in _answer_data(config):
+        resolve_path(config.locomo.path, "locomo.path")
+    if any(r in SR.AGENTS for r in roles):
+        resolve_path(config.hotpotqa.path, "hotpotqa.path")
+
+
 def make_data_job(config: ConfigDict, workdir: str | None) -> dict:
+    from memjax.agents.transcript import chat_format
     from memjax.checkpoints import packaged
     from memjax.checkpoints.tokenizer import load_tokenizer
 
@@ -203,6 +224,7 @@ def make_data_job(config: ConfigDict, workdir: str | None) -> dict:
     if not str(out_dir):
         raise SystemExit("sft.make_data: set --workdir or --config.output_dir")
     roles = parse_roles(config.roles)
+    _check_inputs(config, roles)  # before anything slow loads
     t0 = time.perf_counter()
     tokenizer = load_tokenizer(packaged.resolve(config.tokenizer))
     teachers = Teachers(config.teacher)
@@ -217,7 +239,7 @@ def make_data_job(config: ConfigDict, workdir: str | None) -> dict:
         "split": config.split,
         "roles": tally.as_dict(),
         "splits": splits,
-        "tokens": token_counts(kept, tokenizer),
+        "tokens": token_counts(kept, chat_format(tokenizer)),
         "tokenizer": str(config.tokenizer),
         "wall_s": round(time.perf_counter() - t0, 1),
     }

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from memjax.agents.transcript import TemplateMismatchError, chat_format
+from memjax.agents.transcript import TemplateMismatchError
 from memjax.sft.teachers.trajectory import Trajectory, trained
 
 
@@ -63,9 +63,9 @@ def row_tokens(context: Sequence[dict], fmt) -> tuple[int, int]:
     return total, trained_tokens
 
 
-def token_counts(trajectories: Iterable[Trajectory], tokenizer) -> dict[str, dict[str, int]]:
-    """role -> trajectories, rows, tokens, trained tokens and the longest row."""
-    fmt = chat_format(tokenizer)
+def token_counts(trajectories: Iterable[Trajectory], fmt) -> dict[str, dict[str, int]]:
+    """role -> trajectories, rows, tokens, trained tokens and the longest row, under a
+    ChatFormat (`memjax.agents.transcript.chat_format(tokenizer)`)."""
     stats: dict[str, Counter] = {}
     for t in trajectories:
         s = stats.setdefault(t.role, Counter())
