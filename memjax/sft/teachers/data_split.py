@@ -13,6 +13,7 @@ from memjax.data.splits import MEMORY_R1_TRAIN_IDS, MEMORY_R1_VALIDATION_IDS
 
 SPLITS = ("train", "heldout")
 HOTPOT_TRAIN_FRACTION = 0.8
+SYNTHETIC_TRAIN_SEED = 1000
 
 
 def choose_split(
@@ -39,5 +40,8 @@ def choose_split(
     if dataset == "synthetic":
         if seed is None:
             raise ValueError("a synthetic split is named by its seed; pass seed=")
+        if split == "heldout" and seed == SYNTHETIC_TRAIN_SEED:
+            raise ValueError(f"config.synthetic.seed={seed} is the training seed; held-out "
+                             "synthetic data needs another one")  # fmt: skip
         return list(items), f"synthetic:{split}_seed{seed}"
     raise ValueError(f"no split rule for data set {dataset!r}")
