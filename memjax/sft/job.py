@@ -32,12 +32,32 @@ def held_out(trajectory_id: str, fraction: float) -> bool:
     return h < fraction * 0x100000000
 
 
+def select_roles(trajectories, roles: str, max_per_role: int) -> list:
+    """The trajectories of the named roles ("" = all), at most `max_per_role` of each (0 = all),
+    in file order."""
+    wanted = {r.strip() for r in roles.split(",") if r.strip()}
+    counts: dict[str, int] = {}
+    out = []
+    for t in trajectories:
+        if wanted and t.role not in wanted:
+            continue
+        counts[t.role] = counts.get(t.role, 0) + 1
+        if not max_per_role or counts[t.role] <= max_per_role:
+            out.append(t)
+    if not out:
+        raise ConfigError(f"config.data.roles={roles!r}: no trajectory has these roles")
+    return out
+
+
 def split_trajectories(config_data) -> tuple[list, list, str]:
-    """(train, eval, how the eval set was chosen)."""
-    train = read_trajectories(config_data.train)
+    """(train, eval, how the eval set was chosen), restricted to `roles` / `max_per_role`."""
+    roles = str(config_data.get("roles", "") or "")
+    per_role = int(config_data.get("max_per_role", 0) or 0)
+    train = select_roles(read_trajectories(config_data.train), roles, per_role)
     eval_path = str(config_data.get("eval", "") or "")
     if eval_path:
-        return train, read_trajectories(eval_path), f"file {eval_path}"
+        held = select_roles(read_trajectories(eval_path), roles, per_role)
+        return train, held, f"file {eval_path}"
     fraction = float(config_data.get("eval_fraction", 0.0))
     if not 0.0 <= fraction < 1.0:
         raise ConfigError(f"config.data.eval_fraction={fraction}: must be in [0, 1)")
