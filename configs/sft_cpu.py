@@ -28,5 +28,10 @@ def get_config() -> ConfigDict:
     c.sft.micro_batches = 2  # 4 rows per micro-step: bounded activation memory on 2 cores
     c.sft.eval_every = 20
     c.sft.checkpoint_every = 20
+    # The agent's own greedy evaluation beside the held-out NLL ("search_agent": MemSearcher on
+    # the eval questions of configs/memsearcher_cpu.py, which no teacher trajectory is drawn from).
+    c.task_eval = ConfigDict(
+        {"kind": "none", "config": "configs/memsearcher_cpu.py", "max_examples": 20}
+    )
     c.export = True
     return c

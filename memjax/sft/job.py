@@ -65,6 +65,23 @@ def split_trajectories(config_data) -> tuple[list, list, str]:
     return kept, [t for t in train if held_out(t.id, fraction)], f"{fraction:.0%} by id hash"
 
 
+def task_evaluation(config, model):
+    """The agent's own greedy evaluation at every eval step, when `config.task_eval.kind` asks
+    for one ("search_agent": the agent of the MemSearcher recipe file `task_eval.config`)."""
+    section = config.get("task_eval")
+    kind = str(section.kind) if section is not None else "none"
+    if kind == "none":
+        return None
+    if kind != "search_agent":
+        raise ConfigError(f"config.task_eval.kind={kind!r}: choose none or search_agent")
+    from memjax.sft.task_eval import load_agent_config, search_agent_eval
+
+    agent_config = load_agent_config(str(section.config))
+    return search_agent_eval(
+        agent_config, model.tokenizer, model.cfg, max_examples=int(section.max_examples)
+    )
+
+
 def train_job(config, workdir) -> dict:
     from memjax.checkpoints import load_model
     from memjax.checkpoints.decoder_io import export_hf_decoder
@@ -93,6 +110,7 @@ def train_job(config, workdir) -> dict:
         train_rows=train_rows,
         eval_rows=eval_rows,
         pad_id=model.tokenizer.pad_id,
+        task_eval=task_evaluation(config, model),
     )
     result = run_loop(task, rc.loop, workdir)
     workdir = Path(workdir)
