@@ -94,7 +94,8 @@ def train_job(config, workdir) -> dict:
     rc = SFTRunConfig.from_section(config.sft, "config.sft")  # fails before anything loads
     train, held, how = split_trajectories(config.data)
     m = config.model
-    model = load_model(str(m.source), param_dtype=str(m.param_dtype), remat=str(m.remat))
+    dtypes = {"compute_dtype": str(m.compute_dtype)} if m.get("compute_dtype") else {}
+    model = load_model(str(m.source), param_dtype=str(m.param_dtype), remat=str(m.remat), **dtypes)
     max_len = rc.batching.max_seq_len
     train_rows, train_counts = trajectory_rows(model.tokenizer, train, max_len)
     eval_rows, eval_counts = trajectory_rows(model.tokenizer, held, max_len)
