@@ -19,22 +19,24 @@ class DataFormatError(DataError):
     """A data file that does not have the expected layout; the message says where."""
 
 
-def _decode(raw: bytes, where: str) -> str:
+def _decode(raw: bytes, path: Path, first_line: int, error: type[DataError]) -> str:
+    """UTF-8 text of `raw` (which starts at line `first_line` of `path`)."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise DataFormatError(
-            f"{where}: not UTF-8 (byte {e.start}: {raw[e.start : e.start + 1]!r})"
-        ) from None
+        line = first_line + raw[: e.start].count(b"\n")
+        bad = raw[e.start : e.start + 1]
+        raise error(f"{path}:{line}: not UTF-8 (byte {e.start}: {bad!r})") from None
 
 
-def _loads(text: str, where: str):
+def _loads(text: str, path: Path, first_line: int, error: type[DataError]):
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise DataFormatError(f"{where}: invalid JSON ({e.msg} at column {e.colno})") from None
+        where = f"{path}:{first_line + e.lineno - 1}"
+        raise error(f"{where}: invalid JSON ({e.msg} at column {e.colno})") from None
     except RecursionError:
-        raise DataFormatError(f"{where}: JSON nested too deeply") from None
+        raise error(f"{path}:{first_line}: JSON nested too deeply") from None
 
 
 def read_json_file(path: str | Path, error: type[DataError] = DataFormatError):
@@ -45,17 +47,7 @@ def read_json_file(path: str | Path, error: type[DataError] = DataFormatError):
     raw = path.read_bytes()
     if not raw.strip():
         raise error(f"{path}: the file is empty")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise error(f"{path}:{line}: not UTF-8 (byte {e.start})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise error(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
-    except RecursionError:
-        raise error(f"{path}: JSON nested too deeply") from None
+    return _loads(_decode(raw, path, 1, error), path, 1, error)
 
 
 def read_jsonl(path: str | Path, allow_empty: bool = False) -> Iterator[tuple[int, dict]]:
@@ -68,10 +60,10 @@ def read_jsonl(path: str | Path, allow_empty: bool = False) -> Iterator[tuple[in
     with path.open("rb") as f:
         for line_no, raw in enumerate(f, start=1):
             where = f"{path}:{line_no}"
-            line = _decode(raw, where)
+            line = _decode(raw, path, line_no, DataFormatError)
             if not line.strip():
                 continue
-            obj = _loads(line, where)
+            obj = _loads(line, path, line_no, DataFormatError)
             if not isinstance(obj, dict):
                 raise DataFormatError(f"{where}: expected a JSON object, got {type(obj).__name__}")
             records += 1

@@ -100,7 +100,7 @@ def test_file_level_errors(tmp_path):
         load_locomo(tmp_path / "absent.json")
     broken = tmp_path / "broken.json"
     broken.write_text("[{")
-    with pytest.raises(LocomoFormatError, match=r"broken\.json:1: not valid JSON"):
+    with pytest.raises(LocomoFormatError, match=r"broken\.json:1: invalid JSON"):
         load_locomo(broken)
     empty = tmp_path / "empty.json"
     for content, problem in ((b"", "the file is empty"), (b"[]", "no conversations")):
