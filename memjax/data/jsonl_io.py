@@ -63,7 +63,7 @@ def read_jsonl(path: str | Path, allow_empty: bool = False) -> Iterator[tuple[in
             line = _decode(raw, path, line_no, DataFormatError)
             if not line.strip():
                 continue
-            obj = _loads(line, path, line_no, DataFormatError)
+            obj = _loads(line.rstrip("\r\n"), path, line_no, DataFormatError)
             if not isinstance(obj, dict):
                 raise DataFormatError(f"{where}: expected a JSON object, got {type(obj).__name__}")
             records += 1
