@@ -48,7 +48,7 @@ from memjax.rl.optimizer import OptimizerConfig
 from memjax.rl.rollout import Completion, pack, run_episodes
 from memjax.rl.run_config import ALGOS, RLRunConfig
 from memjax.sampling.sampling_params import SamplingParams
-from memjax.training.loop import run_loop
+from memjax.training.loop import model_spec, run_loop
 from memjax.training.sections import read_section
 from memjax.training.states import build_state, mesh_from, optimizer_from, rows_multiple
 
@@ -342,6 +342,9 @@ class RLTask:
 
     def postfix(self, record, metrics) -> dict[str, str]:
         return {"reward": f"{record['reward']:.3f}", "kl": f"{metrics.get('kl', 0):.3f}"}
+
+    def run_spec(self) -> dict:
+        return {"algo": self.rc.algo, **model_spec(self.cfg)}
 
 
 def train(
