@@ -135,6 +135,62 @@ def test_kill_and_resume_gives_the_same_parameters(tmp_path, algo):
     assert '"initial_reward"' in line and '"final_reward"' in line
 
 
+def test_keep_best_with_steps_off_the_eval_schedule_finishes_and_resumes(tmp_path):
+    """keep_best=1 with saves that have no eval result (num_steps not a multiple of eval_every,
+    checkpoints more frequent than evals): the run finishes, and a killed run resumes to the
+    same parameters. The last step is always evaluated and saved."""
+    kw = dict(num_steps=5, eval_every=2, checkpoint_every=1, keep_best=1, keep_last=1)
+
+    def run(workdir, **extra):
+        config = _config("grpo", **kw, **extra)
+        cfg = toy.toy_decoder_config(config.model)
+        params = jax.jit(lambda k: init_params(decoder_abstract(cfg), k))(jax.random.key(0))
+        return trainer.train(
+            config,
+            workdir,
+            env=toy.RepeatTargetEnv(3),
+            params=params,
+            cfg=cfg,
+            train_examples=[3, 4, 5, 6, 7],
+            eval_examples=[3, 4],
+            eos_ids=(2,),
+            generate=scripted_generate(),
+            progress=False,
+        )
+
+    full = run(tmp_path / "full")
+    assert [e["step"] for e in full["evals"]] == [2, 4, 5]
+    assert run(tmp_path / "killed", stop_after=3)["interrupted_at"] == 3
+    resumed = run(tmp_path / "killed")
+    assert resumed["start_step"] == 3
+    for a, b in zip(jax.tree.leaves(full["params"]), jax.tree.leaves(resumed["params"])):
+        np.testing.assert_array_equal(a, b)
+    from memjax.rl.checkpointing import Checkpointer
+
+    steps = Checkpointer(tmp_path / "full" / "checkpoints").all_steps()
+    assert 5 in steps  # the last step, evaluated, is kept
+
+
+@pytest.mark.parametrize("eval_every", [0, 3])
+def test_keep_best_without_matching_evals_does_not_crash(tmp_path, eval_every):
+    config = _config("grpo", num_steps=2, eval_every=eval_every, checkpoint_every=1, keep_best=1)
+    cfg = toy.toy_decoder_config(config.model)
+    params = jax.jit(lambda k: init_params(decoder_abstract(cfg), k))(jax.random.key(0))
+    out = trainer.train(
+        config,
+        tmp_path,
+        env=toy.RepeatTargetEnv(3),
+        params=params,
+        cfg=cfg,
+        train_examples=[3, 4],
+        eval_examples=[3],
+        eos_ids=(2,),
+        generate=scripted_generate(),
+        progress=False,
+    )
+    assert len(out["history"]) == 2
+
+
 @pytest.mark.parametrize(
     "fields, updates",
     [

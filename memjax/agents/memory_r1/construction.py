@@ -154,6 +154,7 @@ def extract_facts(
         counters["facts_total"] += len(parsed.facts)
         counters["facts_rejected"] += parsed.rejected
         counters["facts_flattened"] += parsed.flattened
+        counters.update({f"facts_refused_{reason}": n for reason, n in parsed.refused})
     return raw, facts, counters
 
 

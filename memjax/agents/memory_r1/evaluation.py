@@ -28,6 +28,7 @@ from memjax.agents.memory_r1.bank_store import ensure_banks
 from memjax.agents.memory_r1.models import load_agent_model
 from memjax.agents.memory_r1.recipe import from_paper_recipe
 from memjax.data.categories import ADVERSARIAL, TABLE1_ORDER
+from memjax.errors import ConfigError
 from memjax.eval.judge import JudgeTally, parse_judge_reply, render_judge_prompt
 from memjax.eval.report import QuestionResult, build_report
 from memjax.eval.scoring import mem0_scores, official_scores
@@ -46,7 +47,13 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     manager = S.policy_for(config, "manager", c.manager_max_new_tokens, c.batch_size, "manager")
     banks_dir = Path(config.banks_dir or workdir / "banks")
     stored = ensure_banks(
-        conversations, facts, manager, embedder, S.construction_settings(config), banks_dir
+        conversations,
+        facts,
+        manager,
+        embedder,
+        S.construction_settings(config),
+        banks_dir,
+        inputs=S.bank_inputs(config),
     )
     print(f"banks: built {stored.built or 'none'}, loaded the rest from {banks_dir}", flush=True)
 
@@ -89,6 +96,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
 
     results, predictions = [], []
     answers = Counter(has_marker=sum(p.has_marker for p in parsed), total=len(parsed))
+    answers.update(f"refused_{p.refused}" for p in parsed if p.refused)
     for i, (e, text, p) in enumerate(zip(examples, outputs, parsed)):
         conv_id, qa_index = e.uid.rsplit("/", 1)
         scores = dict(mem0_scores(p.answer, e.gold, verdicts.get(i)))
@@ -117,7 +125,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     counters = {
         "construction": dict(stored.counters),
         "answers": dict(answers),
-        "judge_parse": dict(tally.status),
+        "judge_parse": dict(tally.status) | {f"refused_{k}": n for k, n in tally.refused.items()},
     }
     method = method or f"{S.agent_spec(config, 'answer').source}"
     mem0 = build_report(
@@ -152,7 +160,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
 
 def eval_job(config, workdir) -> None:
     if not workdir:
-        raise SystemExit("memory_r1.eval: --workdir is required (banks, reports)")
+        raise ConfigError("--workdir: memory_r1.eval needs a directory (banks, reports)")
     config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
     out = evaluate(config, workdir)
     print("Mem0 / Memory-R1 protocol:\n" + out["mem0"].to_markdown())
@@ -163,7 +171,7 @@ def eval_job(config, workdir) -> None:
 def build_banks_job(config, workdir) -> None:
     """`memory_r1.build_banks`: the selected conversations' banks under banks_dir."""
     if not workdir:
-        raise SystemExit("memory_r1.build_banks: --workdir is required")
+        raise ConfigError("--workdir: memory_r1.build_banks needs a directory")
     config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
     conversations = S.select_conversations(S.load_conversations(config.data), config.data)
     c = config.construction
@@ -177,6 +185,7 @@ def build_banks_job(config, workdir) -> None:
         S.load_embedder(config),
         S.construction_settings(config),
         banks_dir,
+        inputs=S.bank_inputs(config),
     )
     for cid, bank in stored.banks.items():
         print(f"{cid}: {len(bank)} memories ({', '.join(bank.owners())})")

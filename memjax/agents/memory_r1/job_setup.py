@@ -28,7 +28,9 @@ from memjax.data.splits import (
     SyntheticSplitConfig,
     synthetic_split,
 )
+from memjax.errors import ConfigError, DataError
 from memjax.eval.judge import JUDGE_TEMPLATE
+from memjax.fingerprint import path_stamp
 
 SPLITS = ("train", "validation", "test", "all")
 
@@ -50,7 +52,7 @@ def load_conversations(data: ConfigDict) -> list[Conversation]:
         parts = synthetic_split(synthetic_config(data))
         return [c for part in ("train", "validation", "test") for c in parts[part]]
     if not Path(data.path).is_file():
-        raise FileNotFoundError(
+        raise DataError(
             f"config.data.path={data.path!r} does not exist (LoCoMo's locomo10.json, or "
             "'synthetic')"
         )
@@ -62,7 +64,7 @@ def split_ids(conversations: list[Conversation], split: str, data: ConfigDict) -
     the train seed's conversations train, the held-out seed's validate (the first
     `num_validation`) and test (the rest)."""
     if split not in SPLITS:
-        raise ValueError(f"config.data.split={split!r}; choose from {SPLITS}")
+        raise ConfigError(f"config.data.split={split!r}; choose from {SPLITS}")
     ids = [c.sample_id for c in conversations]
     if split == "all":
         return ids
@@ -121,7 +123,7 @@ def select_conversations(
         wanted = [i.strip() for i in str(data.conversations).split(",") if i.strip()]
         missing = [i for i in wanted if i not in by_id]
         if missing:
-            raise ValueError(
+            raise ConfigError(
                 f"config.data.conversations: {missing} not in the data; have {sorted(by_id)}"
             )
     else:
@@ -167,6 +169,42 @@ def policy_for(
         max_prompt_tokens=int(config.construction.max_prompt_tokens),
     )
     return TimedPolicy(policy, name or role, batch_size=batch_size)
+
+
+def model_identity(config: ConfigDict, role: str) -> dict:
+    """The fingerprint fields of a role's model: where its weights come from and their dtype
+    (the `stamp` of local weights changes when they are retrained in place)."""
+    spec = agent_spec(config, role)
+    weights = spec.trained or spec.source
+    return {
+        f"{role}.source": spec.source,
+        f"{role}.trained": spec.trained,
+        f"{role}.param_dtype": spec.param_dtype,
+        f"{role}.stamp": path_stamp(weights) if weights else "",
+    }
+
+
+def embedder_identity(config: ConfigDict) -> dict:
+    e = config.embedder
+    return {
+        "embedder.source": e.source,
+        "embedder.layout": e.layout or "",
+        "embedder.stamp": path_stamp(e.source),
+    }
+
+
+def bank_inputs(config: ConfigDict, role: str = "manager") -> dict:
+    """What besides the conversation and the construction settings decides a bank: the model
+    that extracts facts and manages memory, the embedder, and the generation settings (greedy
+    decoding, so these fix the outputs). Batch size is left out: it does not change them."""
+    c = config.construction
+    return {
+        **model_identity(config, role),
+        **embedder_identity(config),
+        "construction.fact_max_new_tokens": int(c.fact_max_new_tokens),
+        "construction.manager_max_new_tokens": int(c.manager_max_new_tokens),
+        "construction.max_prompt_tokens": int(c.max_prompt_tokens),
+    }
 
 
 def load_embedder(config: ConfigDict):

@@ -19,6 +19,7 @@ from memjax.agents.rag import RagSettings, make_rag_episodes
 from memjax.agents.react import ReActEpisode, ReActSettings
 from memjax.agents.retrieval import Retriever
 from memjax.agents.search_r1 import SearchR1Episode, search_r1_settings
+from memjax.errors import ConfigError
 
 AGENTS = ("memsearcher", "search_r1", "react", "rag")
 SEQUENTIAL = ("memsearcher", "search_r1", "react")  # the multi-turn agents
@@ -28,7 +29,7 @@ def parse_agents(names: str) -> list[str]:
     agents = [a.strip() for a in str(names).split(",") if a.strip()]
     unknown = [a for a in agents if a not in AGENTS]
     if unknown or not agents:
-        raise ValueError(f"config.eval.agents={names!r}: choose from {', '.join(AGENTS)}")
+        raise ConfigError(f"config.eval.agents={names!r}: choose from {', '.join(AGENTS)}")
     return agents
 
 

@@ -30,6 +30,7 @@ from memjax.agents.memsearcher.agent_factory import make_episodes, parse_agents
 from memjax.agents.retrieval import Retriever
 from memjax.agents.transcript import chat_format, turn_token_counts
 from memjax.data.qa import QAExample
+from memjax.errors import ConfigError
 from memjax.eval import search_agent_report
 from memjax.eval.search_agent_report import EvaluatedEpisode
 
@@ -140,7 +141,9 @@ def eval_job(config: ConfigDict, workdir: str | None) -> dict:
     from memjax.agents.sampler_adapter import SamplerPolicy, sampling_params
 
     if not workdir:
-        raise SystemExit("memsearcher.eval: --workdir is required (tables, plot, predictions)")
+        raise ConfigError(
+            "--workdir: memsearcher.eval needs a directory (tables, plot, predictions)"
+        )
     agents = parse_agents(config.eval.agents)
     sets = job_setup.load_qa_sets(config.data, "eval")
     split = job_setup.qa_split_summary(config.data, "eval")
