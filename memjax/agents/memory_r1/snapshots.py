@@ -94,7 +94,7 @@ def snapshot_fingerprint(
         "turns.sha256": text_sha256(turns),
         "teacher": teacher,
         "window": window,
-        **{f"construction.{k}": v for k, v in dataclasses.asdict(settings).items()},
+        **{f"construction.{k}": v for k, v in settings.fingerprint().items()},
         **(inputs or {}),
     }
 
