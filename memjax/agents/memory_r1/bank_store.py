@@ -29,7 +29,7 @@ from memjax.agents.memory_r1.construction import (
 )
 from memjax.agents.memory_r1.policy import TimedPolicy
 from memjax.data.locomo_types import Conversation
-from memjax.fingerprint import describe, differences, text_sha256
+from memjax.fingerprint import describe, differences, settings_fields, text_sha256
 from memjax.memory.bank import MemoryBank
 from memjax.memory.bank_io import load_bank, save_bank
 
@@ -50,7 +50,7 @@ def bank_fingerprint(
     turns = [dataclasses.asdict(t) for t in conversation_stream(conversation)]
     return {
         "conversation.sha256": text_sha256(turns),
-        **{f"construction.{k}": v for k, v in dataclasses.asdict(settings).items()},
+        **settings_fields("construction", settings),
         **(inputs or {}),
     }
 
