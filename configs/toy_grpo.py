@@ -4,6 +4,7 @@ python -m memjax.launch --config=configs/toy_grpo.py --workdir=/tmp/toy_grpo
 """
 
 from ml_collections import ConfigDict
+from ml_collections.config_dict import placeholder
 
 
 def get_config() -> ConfigDict:
@@ -46,5 +47,5 @@ def get_config() -> ConfigDict:
     c.keep_best = 1
     c.plot_every = 5
     c.mesh = None
-    c.stop_after = None
+    c.stop_after = placeholder(int)  # None; `--config.stop_after=N` simulates a crash at step N
     return c

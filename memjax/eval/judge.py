@@ -16,11 +16,13 @@ from collections import Counter
 from typing import Literal
 
 from memjax.agents.json_extract import first_object, screened
+from memjax.agents.prompt_templates import PromptTemplate
 
 Label = Literal["CORRECT", "WRONG"]
 Status = Literal["json", "fallback", "invalid"]
 
-# memjax's wording of the rules of Mem0's ACCURACY_PROMPT (MR1-v5 Fig. 12).
+# memjax's wording of the rules of Mem0's ACCURACY_PROMPT (MR1-v5 Fig. 12); a template
+# (memjax.agents.prompt_templates) with {{question}}, {{gold_answer}}, {{generated_answer}}.
 JUDGE_PROMPT = """\
 Your task is to label an answer to a question as "CORRECT" or "WRONG". You will be given:
 (1) a question (posed by one user to another user),
@@ -38,17 +40,25 @@ generous: as long as it refers to the same date or time period as the gold answe
 CORRECT. A different format of the same date (e.g. "May 7th" vs "7 May") is CORRECT.
 
 Now the real question:
-Question: {question}
-Gold answer: {gold_answer}
-Generated answer: {generated_answer}
+Question: {{question}}
+Gold answer: {{gold_answer}}
+Generated answer: {{generated_answer}}
 
 First give a short (one sentence) explanation of your reasoning, then finish with CORRECT or
 WRONG. Do NOT include both CORRECT and WRONG in your response, or it will break the evaluation
-script. Return the label in JSON format with the key "label", e.g. {{"label": "CORRECT"}}."""
+script. Return the label in JSON format with the key "label", e.g. {"label": "CORRECT"}."""
+JUDGE_TEMPLATE = PromptTemplate(
+    "judge", ("question", "gold_answer", "generated_answer"), JUDGE_PROMPT
+)
 
 
-def render_judge_prompt(question: str, gold_answer: str, generated_answer: str) -> str:
-    return JUDGE_PROMPT.format(
+def render_judge_prompt(
+    question: str,
+    gold_answer: str,
+    generated_answer: str,
+    template: PromptTemplate = JUDGE_TEMPLATE,
+) -> str:
+    return template.render(
         question=question, gold_answer=gold_answer, generated_answer=generated_answer
     )
 

@@ -10,8 +10,8 @@ prompt). Reports, shaped like Memory-R1's Table 1 (question-weighted overall):
   - report_mem0.{md,json}: F1 / BLEU-1 / J and EM, category 5 left out (Mem0, Memory-R1);
   - report_official.{md,json}: the official LoCoMo stemmed F1 with its per-category rules
     (category 5 included when config.data.include_adversarial);
-each with p50/p95 latency of the fact extractor, manager, answer agent and judge, and memory
-tokens per conversation. predictions.jsonl holds every question's output and scores.
+each naming its split and the size of every part, with p50/p95 latency of the fact extractor,
+manager, answer agent and judge, and memory tokens per conversation. predictions.jsonl holds every question's output and scores.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from memjax.agents.memory_r1.bank_store import ensure_banks
 from memjax.agents.memory_r1.models import load_agent_model
 from memjax.agents.memory_r1.recipe import from_paper_recipe
 from memjax.data.categories import ADVERSARIAL, TABLE1_ORDER
+from memjax.errors import ConfigError
 from memjax.eval.judge import JudgeTally, parse_judge_reply, render_judge_prompt
 from memjax.eval.report import QuestionResult, build_report
 from memjax.eval.scoring import mem0_scores, official_scores
@@ -37,7 +38,9 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     """Runs the evaluation; returns {"mem0": Report, "official": Report, "predictions": [...]}."""
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    conversations = S.select_conversations(S.load_conversations(config.data), config.data)
+    every_conversation = S.load_conversations(config.data)
+    conversations = S.select_conversations(every_conversation, config.data)
+    split = S.split_summary(every_conversation, config.data)
     embedder = S.load_embedder(config)
     c, a = config.construction, config.answer_agent
     facts = S.policy_for(config, "manager", c.fact_max_new_tokens, c.batch_size, "fact_extraction")
@@ -67,6 +70,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     parsed = [parse_answer(t) for t in outputs]
 
     judge = S.policy_for(config, "judge", config.judge.max_new_tokens, a.batch_size, "judge")
+    judge_template = S.prompt_templates(config)["judge"]
     judged = [i for i, e in enumerate(examples) if e.category != ADVERSARIAL]
     replies = judge(
         [
@@ -74,7 +78,10 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
                 {
                     "role": "user",
                     "content": render_judge_prompt(
-                        examples[i].question, examples[i].gold, parsed[i].answer or ""
+                        examples[i].question,
+                        examples[i].gold,
+                        parsed[i].answer or "",
+                        judge_template,
                     ),
                 }
             ]
@@ -129,6 +136,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
         latencies=latencies,
         memory_tokens=mem_tokens,
         counters=counters,
+        split=split,
     )
     official_categories = TABLE1_ORDER + ((ADVERSARIAL,) if config.data.include_adversarial else ())
     official = build_report(
@@ -139,6 +147,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
         latencies=latencies,
         memory_tokens=mem_tokens,
         counters=counters,
+        split=split,
     )
     for name, report in (("mem0", mem0), ("official", official)):
         (workdir / f"report_{name}.md").write_text(report.to_markdown())
@@ -151,7 +160,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
 
 def eval_job(config, workdir) -> None:
     if not workdir:
-        raise SystemExit("memory_r1.eval: --workdir is required (banks, reports)")
+        raise ConfigError("--workdir: memory_r1.eval needs a directory (banks, reports)")
     config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
     out = evaluate(config, workdir)
     print("Mem0 / Memory-R1 protocol:\n" + out["mem0"].to_markdown())
@@ -162,7 +171,7 @@ def eval_job(config, workdir) -> None:
 def build_banks_job(config, workdir) -> None:
     """`memory_r1.build_banks`: the selected conversations' banks under banks_dir."""
     if not workdir:
-        raise SystemExit("memory_r1.build_banks: --workdir is required")
+        raise ConfigError("--workdir: memory_r1.build_banks needs a directory")
     config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
     conversations = S.select_conversations(S.load_conversations(config.data), config.data)
     c = config.construction

@@ -207,7 +207,10 @@ def build_manager_examples(
             windows, teacher_facts, teacher_manager, embedder, settings, progress=progress
         )
         # The evidence turn's own facts, with the same preceding context the extractor uses.
-        prompts = [fact_messages(todo[k][0], todo[k][1], settings.fact_context_turns) for k in keys]
+        prompts = [
+            fact_messages(todo[k][0], todo[k][1], settings.fact_context_turns, settings.templates)
+            for k in keys
+        ]
         outputs = teacher_facts(prompts)
         for key, turns, bank, trace, output in zip(
             keys, windows, built.banks, built.traces, outputs
