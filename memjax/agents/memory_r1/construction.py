@@ -166,7 +166,7 @@ def extract_facts(
         counters["facts_total"] += len(parsed.facts)
         counters["facts_rejected"] += parsed.rejected
         counters["facts_flattened"] += parsed.flattened
-        counters.update({f"facts_refused_{reason}": n for reason, n in parsed.refused})
+        counters.update(f"facts_refused_{reason}" for reason in parsed.refused)
     return raw, facts, counters
 
 
