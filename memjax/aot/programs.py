@@ -15,6 +15,7 @@ sampler build (memjax/rl/trainer.py, memjax/sampling/sampler.py).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 
 import jax
@@ -121,8 +122,9 @@ def abstract_tree(abstract, mesh: Mesh, rules, dtype=None):
     return jax.tree.map(lambda a, s: _struct(a, s, dtype), abstract, shardings, is_leaf=is_info)
 
 
-def abstract_state(abstract, optimizer, mesh: Mesh, rules) -> train_step.TrainState:
-    """The TrainState the trainer builds (`init_train_state`), as sharded abstract values."""
+def abstract_state(abstract, optimizer, mesh: Mesh, rules):
+    """The TrainState the trainer builds (`init_train_state`), as sharded abstract values, and
+    its shardings (`train_state_shardings`)."""
     sh = train_step.train_state_shardings(abstract, optimizer, mesh, rules)
     shapes = jax.tree.map(
         lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), abstract, is_leaf=is_info
@@ -153,7 +155,7 @@ def matmul_params(cfg: DecoderConfig) -> int:
     """Weights every token multiplies by: the layers' projections and the unembedding."""
     layers = decoder_abstract(cfg)["layers"]
     n = sum(
-        int(jnp.prod(jnp.array(a.shape)))
+        math.prod(a.shape)
         for name, a in layers.items()
         if name in ("q", "k", "v", "o", "gate", "up", "down")
     )
