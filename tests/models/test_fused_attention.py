@@ -72,6 +72,7 @@ def _tiny(attention: str) -> DecoderConfig:
     )  # fmt: skip
 
 
+@pytest.mark.heavy  # the Pallas interpreter runs the kernel's grid step by step
 def test_decoder_with_splash_equals_xla_on_a_mesh():
     """Logits on real tokens and the parameter gradients of a masked loss, through the
     layer scan, remat and the sharding constraints of training."""
@@ -107,6 +108,7 @@ def test_decoder_with_splash_equals_xla_on_a_mesh():
         np.testing.assert_allclose(a, b, atol=1e-5)
 
 
+@pytest.mark.heavy
 def test_sampler_prefill_with_splash_equals_xla():
     """A first prefill through splash (attention among the prompt tokens, then one cache
     write) gives the XLA cached path's logits and cache entries on every valid slot."""
