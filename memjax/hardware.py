@@ -24,6 +24,8 @@ class Accelerator:
     hbm_gib: float  # per JAX device
     devices_per_host: int
     gcloud_type: str = ""  # TPU: the accelerator-type prefix of `gcloud ... tpu-vm create`
+    peak_tflops: float = 0.0  # dense bf16 matmul peak per device, as published
+    hbm_gbps: float = 0.0  # HBM bandwidth per device (GB/s), as published
 
     @property
     def hbm_bytes(self) -> int:
@@ -33,13 +35,15 @@ class Accelerator:
 ACCELERATORS = {
     a.name: a
     for a in (
-        Accelerator("H100-80GB", "gpu", 80, 8),
-        Accelerator("H200", "gpu", 141, 8),
-        Accelerator("A100-80GB", "gpu", 80, 8),
-        Accelerator("A100-40GB", "gpu", 40, 8),
-        Accelerator("TPU-v5p", "tpu", 95, 4, "v5p"),
-        Accelerator("TPU-v5e", "tpu", 16, 4, "v5litepod"),
-        Accelerator("TPU-v4", "tpu", 32, 4, "v4"),
+        # Peaks: NVIDIA's H100 SXM / H200 / A100 data sheets (dense, no sparsity) and
+        # Cloud TPU's system-architecture pages (per chip).
+        Accelerator("H100-80GB", "gpu", 80, 8, peak_tflops=989, hbm_gbps=3350),
+        Accelerator("H200", "gpu", 141, 8, peak_tflops=989, hbm_gbps=4800),
+        Accelerator("A100-80GB", "gpu", 80, 8, peak_tflops=312, hbm_gbps=2039),
+        Accelerator("A100-40GB", "gpu", 40, 8, peak_tflops=312, hbm_gbps=1555),
+        Accelerator("TPU-v5p", "tpu", 95, 4, "v5p", peak_tflops=459, hbm_gbps=2765),
+        Accelerator("TPU-v5e", "tpu", 16, 4, "v5litepod", peak_tflops=197, hbm_gbps=819),
+        Accelerator("TPU-v4", "tpu", 32, 4, "v4", peak_tflops=275, hbm_gbps=1228),
     )
 }
 

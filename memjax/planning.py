@@ -7,26 +7,44 @@ What is counted, per device (shards from the rules tables through `parallel.logi
 with the mesh's axis sizes, exactly as the train step and sampler place them):
 
   persistent   policy weights in the train state (param_dtype, f32 master), AdamW's two moments
-               (same dtype and sharding), the reference model (compute dtype, train layout) when
-               the KL term is on, the PPO critic's weights and moments, and the sampler's copy
+               (same dtype and sharding), the reference model (the trainer's copy of the
+               initial weights: param dtype, train layout) when the KL term is on, the PPO critic's weights and moments, and the sampler's copy
                of the weights (compute dtype, sampling layout: not fsdp-sharded, so decode needs
                no per-step all-gathers)
   rollout      the sampler's KV cache for `rollout.decode_batch` rows of prompt + response
-               slots (`kv_cache.cache_abstract`, sampling layout) and its [rows, V] f32 logits
+               slots (`kv_cache.cache_abstract`, sampling layout) and its [rows, V] f32 logits,
+               plus the larger of the prefill's working set (one [r, P, D + F/t] layer slab
+               of the r = decode_batch / group prompts per shard, and every layer's new keys
+               and values before they are written) and a decode step's (two layers' weights,
+               which the layer scan double-buffers, and `DECODE_LOGIT_COPIES` of the logits)
   train        gradient accumulators (param dtype) of the actor or the critic, whichever is
                larger, and the activations of one micro-batch of `train.micro_batch_per_device`
-               rows of prompt + response tokens under the remat policy:
+               rows of prompt + response tokens under the remat policy (b = that times the
+               tensor axis: the rows of a micro-batch are split over data x fsdp only):
                  saved   per layer: the residual input [b, T, D] (remat full); plus every
                          matmul output (remat dots); everything (remat none)
                  layer   the working set of the layer being recomputed: its dense
-                         intermediates and the attention scores [b, N/t, T, T] (f32 scores and
-                         softmax, bf16 probabilities: 10 bytes each; memjax's attention
-                         materialises them)
+                         intermediates and attention's own: with the XLA implementation the
+                         scores [b, N/t, T, T] (f32 scores and bf16 probabilities: 6 bytes
+                         each, as the TPU compiler keeps them), with a fused kernel (splash, cuDNN) a few f32 statistics
+                         per query [b, N/t, T] (the implementation: `model.attention`, or the
+                         hardware's default: splash on TPU, cuDNN on GPU)
                  weights one layer's fsdp-gathered weights (and their gradient) in compute dtype
                  logits  the vocab-chunked log-prob slab [b, T, chunk] f32 (x3: logits, exp,
                          gradient) and the gathered unembedding with its gradient
+               the update's temporaries: the new weights and both new moments (param dtype),
+               computed whole before the step keeps them or, on a non-finite gradient norm,
+               the old ones (`UPDATE_COPIES`; measured against the TPU compile)
+  log-probs    the old / reference log-prob pass over a chunk of `logprob_rows` rows (r per
+               data x fsdp shard; `logprobs.make_logprob_fn` walks a step's rows in such
+               chunks): one layer's forward slab [r, T, D + F/t] (plus the XLA path's f32
+               scores), the log-prob slab [r, T, chunk] f32 and the gathered [V/t, D] tables
 
-peak = persistent + max(rollout, train): rollouts and updates alternate on the same devices.
+peak = persistent + max(rollout, log-probs, train): the phases alternate on the same devices.
+Checked against the TPU compiler (tools/aot_check.py, Qwen2.5-3B GRPO on v5p:2x2x1, splash
+attention): the train state, sampler weights, KV cache and reference model exactly; the train
+step's, log-prob pass's, prefill's and decode step's temporaries within 15% (the working-set
+slabs above are fitted to those compiles).
 A config fits when the peak is at most `hardware.USABLE_FRACTION` of the device's HBM.
 """
 
@@ -56,9 +74,14 @@ from memjax.parallel import (
     normalize_rules,
 )
 from memjax.rl.critic import critic_abstract
+from memjax.rl.logprobs import LOGPROB_ROWS_PER_DEVICE
+from memjax.sampling.padding import bucket_length
 
-ATTN_BYTES_PER_SCORE = 10  # f32 scores + f32 softmax + bf16 probabilities
+ATTN_BYTES_PER_SCORE = 6  # f32 scores + bf16 probabilities (XLA fuses the softmax; TPU compile)
+FUSED_BYTES_PER_QUERY = 16  # a fused kernel's f32 max, log-sum-exp, rowsum(dO * O), spare
 LOGIT_SLABS = 3  # chunk logits, their exponentials, their gradient
+UPDATE_COPIES = 3  # new weights, new m, new v, live together before the finite-gradient select
+DECODE_LOGIT_COPIES = 4  # logits, temperature-scaled, filtered, log-softmax
 
 
 class PlanError(ValueError):
@@ -130,6 +153,17 @@ class Workload:
     reference: bool  # a frozen reference model for the KL term
     critic: bool  # PPO's value model
     vocab_chunk: int = 4096
+    logprob_rows: int = 0  # rows of one chunk of the old / reference log-prob pass (0: none)
+    prompt_len: int = 0  # the sampler's prefill length (0: no prefill planned)
+    group_size: int = 1  # rollouts per prompt: a prefill covers decode_batch / group prompts
+
+    @property
+    def attention(self) -> str:
+        """The attention implementation the job runs: the config's, else the hardware's."""
+        if self.cfg.attention:
+            return self.cfg.attention
+        kind = self.hardware.accelerator.kind
+        return {"tpu": "splash", "gpu": "cudnn"}.get(kind, "xla")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,10 +173,11 @@ class MemoryPlan:
     persistent: int
     rollout: int
     train: int
+    logprobs: int = 0
 
     @property
     def peak(self) -> int:
-        return self.persistent + max(self.rollout, self.train)
+        return self.persistent + max(self.rollout, self.logprobs, self.train)
 
     @property
     def usable(self) -> int:
@@ -166,6 +201,7 @@ class MemoryPlan:
         lines += [
             f"{'persistent':<28}{gib(self.persistent):>10}",
             f"{'rollout phase':<28}{gib(self.rollout):>10}",
+            f"{'log-prob phase':<28}{gib(self.logprobs):>10}",
             f"{'train phase':<28}{gib(self.train):>10}",
             f"{'peak':<28}{gib(self.peak):>10}",
             f"{'usable (of HBM)':<28}{gib(self.usable):>10}"
@@ -176,7 +212,10 @@ class MemoryPlan:
 
 
 def _activation_parts(w: Workload) -> dict[str, int]:
-    cfg, b, T = w.cfg, w.micro_batch_per_device, w.seq_len
+    cfg, T = w.cfg, w.seq_len
+    # A micro-batch has micro_batch_per_device x devices rows (as the recipes size it), split
+    # over data x fsdp only: each batch shard holds micro_batch_per_device x tensor rows.
+    b = w.micro_batch_per_device * w.mesh["tensor"]
     L, D, N, K, H, F, V = (
         cfg.num_layers,
         cfg.embed_dim,
@@ -196,7 +235,10 @@ def _activation_parts(w: Workload) -> dict[str, int]:
     # The rest of a layer: two RMSNorm outputs and the residual sum [b,T,D], RoPE'd q and k,
     # attention output [b,T,N,Hd], silu(gate) and the gated product [b,T,F].
     others = b * T * (3 * D + split(N) * H * 2 + split(K) * H + 2 * split(F)) * c
-    scores = b * split(N) * T * T * ATTN_BYTES_PER_SCORE
+    if w.attention == "xla":
+        scores = b * split(N) * T * T * ATTN_BYTES_PER_SCORE
+    else:
+        scores = b * split(N) * T * FUSED_BYTES_PER_QUERY
     if cfg.remat == "full":
         saved = L * residual
     elif cfg.remat == "dots":
@@ -219,6 +261,45 @@ def _activation_parts(w: Workload) -> dict[str, int]:
     }
 
 
+def _logprob_pass(w: Workload) -> int:
+    """One device's working set in the forward-only log-prob pass, per chunk of rows."""
+    if not w.logprob_rows:
+        return 0
+    cfg, T, t = w.cfg, w.seq_len, w.mesh["tensor"]
+    r = -(-w.logprob_rows // (w.mesh["data"] * w.mesh["fsdp"]))
+    c = jnp.dtype(cfg.dtype).itemsize
+    F = cfg.mlp_dim // t if cfg.mlp_dim % t == 0 else cfg.mlp_dim
+    N = cfg.num_heads // t if cfg.num_heads % t == 0 else cfg.num_heads
+    layer = r * T * (cfg.embed_dim + F) * c
+    if w.attention == "xla":
+        layer += r * N * T * T * 4
+    slab = r * T * min(w.vocab_chunk, cfg.vocab_size) * 4 // t
+    # The embedding table gathered for the lookup and again for the unembedding (compute
+    # dtype), and an f32 copy: fitted to the TPU compile of the chunked pass (3B: 3.14 GiB).
+    V = cfg.vocab_size // t if cfg.vocab_size % t == 0 else cfg.vocab_size
+    tables = V * cfg.embed_dim * (2 * c + 4)
+    return layer + slab + tables
+
+
+def _rollout_working_sets(w: Workload, sampler_layer: int, kv_per_row_slot: int) -> dict:
+    """Prefill and decode-step temporaries per device (bytes), beyond the cache and logits."""
+    cfg, t = w.cfg, w.mesh["tensor"]
+    shards = w.mesh["data"] * w.mesh["fsdp"]
+    rows = -(-w.decode_batch // shards)
+    c = jnp.dtype(cfg.dtype).itemsize
+    out = {"decode step": 2 * sampler_layer + DECODE_LOGIT_COPIES * rows * cfg.vocab_size * 4}
+    if w.prompt_len:
+        P = w.prompt_len
+        prompts = -(-max(1, w.decode_batch // w.group_size) // shards)
+        F = cfg.mlp_dim // t if cfg.mlp_dim % t == 0 else cfg.mlp_dim
+        slab = prompts * P * (cfg.embed_dim + F) * c
+        if w.attention == "xla":  # the cached path: scores over every cache slot
+            N = cfg.num_heads // t if cfg.num_heads % t == 0 else cfg.num_heads
+            slab += prompts * N * P * w.seq_len * ATTN_BYTES_PER_SCORE
+        out["prefill"] = slab + prompts * P * kv_per_row_slot
+    return out
+
+
 def split_params(n: int, t: int) -> int:
     return -(-n // t)
 
@@ -235,7 +316,7 @@ def plan(w: Workload) -> MemoryPlan:
     }
     critic = 0
     if w.reference:
-        parts["reference model"] = tree_bytes_per_device(abstract, tr, w.mesh, cfg.dtype)
+        parts["reference model"] = tree_bytes_per_device(abstract, tr, w.mesh)
     if w.critic:
         critic = tree_bytes_per_device(critic_abstract(cfg), tr, w.mesh, param_dtype)
         parts["critic weights + AdamW"] = 3 * critic
@@ -249,13 +330,22 @@ def plan(w: Workload) -> MemoryPlan:
     rows_per_device = -(-w.decode_batch // batch_shards)
     parts["KV cache"] = -(-cache_bytes(cfg, w.decode_batch, w.seq_len) // kv_shards)
     parts["decode logits"] = rows_per_device * cfg.vocab_size * 4
-    rollout = parts["KV cache"] + parts["decode logits"]
+    sampler_layer = tree_bytes_per_device(abstract["layers"], sr, w.mesh, cfg.dtype)
+    sampler_layer //= cfg.num_layers
+    kv_per_row_slot = parts["KV cache"] * batch_shards // max(w.decode_batch, 1) // w.seq_len
+    working = _rollout_working_sets(w, sampler_layer, kv_per_row_slot)
+    parts.update({f"rollout: {k}": v for k, v in working.items()})
+    rollout = parts["KV cache"] + parts["decode logits"] + max(working.values())
 
     parts["gradients"] = max(policy, critic)
     acts = _activation_parts(w)
     parts.update(acts)
-    train = parts["gradients"] + sum(acts.values())
-    return MemoryPlan(w, parts, persistent, rollout, train)
+    parts["optimizer update"] = UPDATE_COPIES * max(policy, critic)
+    train = parts["gradients"] + sum(acts.values()) + parts["optimizer update"]
+    logprobs = _logprob_pass(w)
+    if logprobs:
+        parts["log-prob pass (a chunk)"] = logprobs
+    return MemoryPlan(w, parts, persistent, rollout, train, logprobs)
 
 
 # ------------------------------------------------------------------------------ from a config
@@ -275,6 +365,7 @@ def decoder_config_from(config) -> DecoderConfig:
             param_dtype=str(_section(model, "param_dtype", "float32")),
             compute_dtype=str(_section(model, "compute_dtype", "bfloat16")),
             remat=str(_section(model, "remat", "full")),
+            attention=str(_section(model, "attention", "")),
         )
     except presets.UnknownPresetError as e:
         raise PlanError(f"config.model.preset: {e}") from None
@@ -300,6 +391,10 @@ def workload_from_config(config, **overrides) -> Workload:
         reference=float(_section(loss, "kl_coef", 0.0)) > 0,
         critic=algorithm == "ppo",
         vocab_chunk=int(_section(train, "vocab_chunk", 4096)),
+        # The old / reference log-prob pass runs in chunks of this many rows (logprobs.py).
+        logprob_rows=LOGPROB_ROWS_PER_DEVICE * mesh["data"] * mesh["fsdp"],
+        prompt_len=bucket_length(int(rollout.max_prompt_length)),
+        group_size=int(_section(rollout, "group_size", 1)),
     )
     kw.update(overrides)
     return Workload(**kw)

@@ -54,6 +54,7 @@ class DecoderConfig:
     param_dtype: str = "float32"
     compute_dtype: str = "float32"
     remat: str = "none"  # "none" | "full" | "dots" (save matmul outputs only)
+    attention: str = ""  # "xla" | "splash" | "cudnn"; "" = by platform (fused_attention.py)
 
     def __post_init__(self):
         if self.model_type not in SUPPORTED_MODEL_TYPES:
@@ -71,6 +72,10 @@ class DecoderConfig:
                 raise ConfigError(f"{field}={getattr(self, field)!r}; choose from {list(_DTYPES)}")
         if self.remat not in ("none", "full", "dots"):
             raise ConfigError(f"remat={self.remat!r}; choose from none, full, dots")
+        if self.attention not in ("", "xla", "splash", "cudnn"):
+            raise ConfigError(
+                f"attention={self.attention!r}; choose from xla, splash, cudnn ('' = by platform)"
+            )
 
     @property
     def dtype(self):

@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh
 
+from memjax.models import fused_attention
 from memjax.models.config import DecoderConfig
 from memjax.models.kv_cache import KVCache
 from memjax.models.params import ArrayInfo, normal_init, ones_init, zeros_init
@@ -78,11 +79,26 @@ def rms_norm(x: jax.Array, scale: jax.Array, eps: float) -> jax.Array:
     return (scale.astype(jnp.float32) * xf).astype(x.dtype)
 
 
-def attention(q, k, v, mask, cfg: DecoderConfig) -> jax.Array:
-    """Grouped-query attention.
+def attention(q, k, v, mask, cfg: DecoderConfig, mesh: Mesh | None = None, rules=None):
+    """Grouped-query causal self-attention over T tokens, by `cfg.attention`.
 
-    q: [B, T, N, Hd]; k, v: [B, S, K, Hd]; mask: [B, T, S] bool (True = may attend).
-    Returns [B, T, N, Hd]. Scores and softmax in f32.
+    q: [B, T, N, Hd]; k, v: [B, T, K, Hd]; mask: [B, T, T] bool (True = may attend): causal
+    and padding, as `forward_hidden` builds it. Returns [B, T, N, Hd].
+
+    The fused kernels (splash on TPU, cuDNN on GPU; `fused_attention`) take the padding as a
+    token mask, which is the mask's last row (the last query sees every real key).
+    """
+    implementation = fused_attention.resolve(cfg.attention, mesh)
+    if implementation == "splash":
+        return fused_attention.splash_attention(q, k, v, mask[:, -1, :], mesh=mesh, rules=rules)
+    if implementation == "cudnn":
+        return fused_attention.cudnn_attention(q, k, v, mask[:, -1, :])
+    return xla_attention(q, k, v, mask)
+
+
+def xla_attention(q, k, v, mask) -> jax.Array:
+    """Grouped-query attention in XLA ops. q: [B, T, N, Hd]; k, v: [B, S, K, Hd];
+    mask: [B, T, S] bool. Returns [B, T, N, Hd]. Scores and softmax in f32.
 
     The backward pass recomputes the scores (`_attention_core`) rather than saving them per
     layer: L x B x N x T x S floats of residuals not written, for one more QK^T.
@@ -224,8 +240,8 @@ def _layer(x, layer, cos, sin, mask, cache_kv, cache_valid, cfg, mesh, rules):
             attn = cached_attention(q, k, v, mask, ck, cv, cache_valid)
             new_kv = (k, v)
     else:
-        attn = attention(q, k, v, mask, cfg)
-        new_kv = None
+        attn = attention(q, k, v, mask, cfg, mesh, rules)
+        new_kv = (k, v)  # [B, T, K, Hd]: a first prefill writes them (unused in training)
     x = x + _project(attn.reshape(B * T, N * H), layer["o"], dt).reshape(B, T, D)
     x = constrain(x, ("batch", "seq", None), mesh, rules)
 
@@ -269,6 +285,7 @@ def forward_hidden(
     cache: KVCache | None = None,
     mesh: Mesh | None = None,
     rules=None,
+    fresh_cache: bool = False,
 ) -> tuple[jax.Array, KVCache | None]:
     """Final-norm hidden states [B, T, D] and the updated cache.
 
@@ -280,6 +297,10 @@ def forward_hidden(
     `params["layers"]` may be stacked (run with `lax.scan`) or a list of per-layer dicts
     (`unstack_layers`, run unrolled); a per-layer cache pairs with the latter for fast decoding
     on CPU. Every combination gives the same numbers.
+
+    `fresh_cache` says the cache holds nothing yet (a first prefill): the tokens then attend
+    among themselves through `cfg.attention`'s implementation, as in training, and are written
+    into the cache afterwards (no scores over the cache's empty slots).
     """
     B, T = tokens.shape
     if token_mask is None:
@@ -313,6 +334,11 @@ def forward_hidden(
 
             x, _ = jax.lax.scan(body, x, layers)
         return rms_norm(x, params["final_norm"], cfg.rms_norm_eps), None
+
+    if fresh_cache:
+        return _fresh_prefill(
+            params, x, layers, layer_fn, cos, sin, mask, cache, token_mask, cfg, mesh, rules
+        )
 
     # Old slots at or beyond the write index are never attended (they may hold stale entries).
     old_valid = cache.valid & (jnp.arange(cache.size)[None, :] < cache.index)  # [B, S]
@@ -351,6 +377,29 @@ def forward_hidden(
     new_cache = write_cache(cache, new_k, new_v, token_mask)
     x = rms_norm(x, params["final_norm"], cfg.rms_norm_eps)
     return x, new_cache
+
+
+def _fresh_prefill(
+    params, x, layers, layer_fn, cos, sin, mask, cache, token_mask, cfg, mesh, rules
+):
+    """The layers without a cache, then every layer's new keys and values written at once."""
+    if isinstance(layers, (list, tuple)):
+        kvs = []
+        for layer in layers:
+            x, kv = layer_fn(x, layer, cos, sin, mask, None, None, cfg, mesh, rules)
+            kvs.append(kv)
+        cache_layout = lambda a: a.transpose(0, 2, 1, 3)  # [B, T, K, Hd] -> [B, K, T, Hd]
+        new_k = [cache_layout(kv[0]) for kv in kvs]
+        new_v = [cache_layout(kv[1]) for kv in kvs]
+    else:
+
+        def body(x, layer):
+            return layer_fn(x, layer, cos, sin, mask, None, None, cfg, mesh, rules)
+
+        x, (new_k, new_v) = jax.lax.scan(body, x, layers)  # [L, B, T, K, Hd] each
+        new_k, new_v = (a.transpose(0, 1, 3, 2, 4) for a in (new_k, new_v))
+    new_cache = write_cache(cache, new_k, new_v, token_mask)
+    return rms_norm(x, params["final_norm"], cfg.rms_norm_eps), new_cache
 
 
 def write_cache(cache: KVCache, k, v, token_mask: jax.Array) -> KVCache:

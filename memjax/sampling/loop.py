@@ -46,15 +46,26 @@ def constrain_cache(cache: KVCache, mesh, rules) -> KVCache:
     )
 
 
-def _prefill(params, tokens, mask, positions, cache, *, cfg, group_size, mesh, rules):
+def _prefill(params, tokens, mask, positions, cache, *, cfg, group_size, mesh, rules, fresh=False):
     """Runs T tokens into the cache; returns the logits after each row's last token [B*G, V]
     and the cache with each row repeated `group_size` times (a GRPO group shares one prefill).
 
-    tokens, positions: [B, T] int32 (left-padded); mask: [B, T] bool.
+    tokens, positions: [B, T] int32 (left-padded); mask: [B, T] bool. A first prefill
+    (`fresh`) runs the config's attention implementation (splash / cuDNN / XLA) over the
+    prompt; with the XLA one it keeps the cached path, whose numbers it has always had.
     """
     cache = constrain_cache(cache, mesh, rules)
+    fresh = fresh and decoder.fused_attention.resolve(cfg.attention, mesh) != "xla"
     hidden, cache = decoder.forward_hidden(
-        params, tokens, positions, cfg, token_mask=mask, cache=cache, mesh=mesh, rules=rules
+        params,
+        tokens,
+        positions,
+        cfg,
+        token_mask=mask,
+        cache=cache,
+        mesh=mesh,
+        rules=rules,
+        fresh_cache=fresh,
     )
     # Only the last position is sampled from: no [B, T, V] logits.
     logits = decoder.logits_from_hidden(params, hidden[:, -1:], cfg)[:, 0]  # [B, V]
@@ -112,6 +123,7 @@ def prefill_new(
         group_size=group_size,
         mesh=mesh,
         rules=rules,
+        fresh=True,
     )
 
 

@@ -1,4 +1,5 @@
-"""Every config file in configs/ loads and validates; the paper-scale ones fit their hardware."""
+"""Every config file in configs/ loads and validates; the paper-scale ones fit their hardware
+or the planner says what change makes them fit."""
 
 import runpy
 from pathlib import Path
@@ -17,6 +18,21 @@ PLANNED_JOBS = {
     "memory_r1.train_manager",
     "memory_r1.train_answer",
     "memory_r1.eval",
+}
+
+
+# Paper configs whose step, as XLA compiles it (tools/aot_check.py on v5p, the planner held to
+# it), needs more than 90% of their GPUs' 80 GiB: the optimizer update's temporaries (new
+# weights and both moments, 3 x the weights' bytes) and, with tensor parallelism, micro-batches
+# of micro_batch_per_device x tensor rows per shard. The planner's suggestion must make each
+# fit; a config that starts fitting must leave this set.
+NEEDS_A_CHANGE_TO_FIT = {
+    "grpo_llama8b",
+    "grpo_qwen14b",
+    "grpo_qwen7b",
+    "ppo_llama8b",
+    "ppo_qwen14b",
+    "ppo_qwen7b",
 }
 
 
@@ -51,7 +67,12 @@ def test_config_loads_and_validates(path):
     assert config.rules.train != config.rules.sampling
     assert planning.validate(config) == []
     plan = planning.plan_memory(config)
-    assert plan.fits, plan.table()
+    if path.stem in NEEDS_A_CHANGE_TO_FIT:
+        assert not plan.fits, f"{path.stem} fits now: remove it from NEEDS_A_CHANGE_TO_FIT"
+        steps, after = planning.suggest(planning.workload_from_config(config))
+        assert steps and after.fits, plan.table()
+    else:
+        assert plan.fits, plan.table()
     assert config.model.param_dtype == "float32" and config.model.compute_dtype == "bfloat16"
 
 

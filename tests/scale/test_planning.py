@@ -25,6 +25,7 @@ TINY = DecoderConfig(
     param_dtype="float32",
     compute_dtype="bfloat16",
     remat="full",
+    attention="xla",
 )
 
 
@@ -54,34 +55,61 @@ def test_hand_calculation():
     policy = 256 + 256 + 32 + 64 + 64 + 128 + 64 + 64 + 128 + 3 * 256
     assert policy == 1824 and p.parts["policy weights"] == policy
     assert p.parts["optimizer (AdamW m, v)"] == 2 * policy
-    assert p.parts["reference model"] == policy // 2  # bf16, same layout
+    assert p.parts["reference model"] == policy  # the trainer's f32 copy, same layout
     # Sampling layout (embed replicated), bf16: embed 32*8*2/2 = 256, lm_head 256, final_norm
     # 16, norms 32 each, q 2*8*4*2*2/2 = 128, k, v 64 each, o 128, gate/up/down 256 each.
     sampler = 256 + 256 + 16 + 32 + 32 + 128 + 64 + 64 + 128 + 3 * 256
     assert p.parts["sampler weights"] == sampler == 1744
-    assert p.persistent == policy * 3 + policy // 2 + sampler == 8128
+    assert p.persistent == policy * 4 + sampler == 9040
     # KV cache: 2 (k, v) * L2 * B4 * S4 * K2 * Hd2 * 2 bytes = 512, cut by batch over fsdp (2)
     # and kv heads over tensor (2); decode logits: 4 rows / 2 shards * V32 * 4 bytes.
     assert p.parts["KV cache"] == 512 // 4 == 128
     assert p.parts["decode logits"] == 2 * 32 * 4
-    assert p.rollout == 128 + 256
+    # A decode step: two layers' sampler weights (608 bytes each) and 4 copies of the logits.
+    assert p.parts["rollout: decode step"] == 2 * 608 + 4 * 2 * 32 * 4
+    assert p.rollout == 128 + 256 + 2240
     # Activations, b=1, T=4, bf16, tensor 2 (N/t=2, K/t=1, F/t=8):
     # saved (remat full): L * b*T*D*2 = 2 * 64; one layer: dots 4*(2*2 + 2*1*2 + 2*8 + 2*8)*2
-    # = 320, others 4*(3*8 + 2*2*2 + 1*2 + 2*8)*2 = 400, scores 1*2*4*4*10 = 320;
+    # = 320, others 4*(3*8 + 2*2*2 + 1*2 + 2*8)*2 = 400, scores 1*2*4*4*6 = 192;
     # layer weights: 2 * (592 params / 2) * 2 bytes; logits 3*1*4*8*4/2 = 192 + unembedding
     # 16*8*(2+4) = 768.
-    assert p.parts["activations: saved"] == 128
-    assert p.parts["activations: one layer"] == 320 + 400 + 320
+    # A micro-batch holds micro_batch_per_device x tensor = 2 rows per batch shard: the
+    # activation terms above are for b=1, so twice them.
+    assert p.parts["activations: saved"] == 2 * 128
+    assert p.parts["activations: one layer"] == 2 * (320 + 400 + 192)  # scores: 6 bytes each
     assert p.parts["activations: layer weights"] == 2 * 296 * 2
-    assert p.parts["activations: logits"] == 192 + 768
+    assert p.parts["activations: logits"] == 2 * 192 + 768
     assert p.parts["gradients"] == policy
-    assert p.train == policy + 128 + 1040 + 1184 + 960 == 5136
-    assert p.peak == 8128 + 5136 and p.fits
+    # The update: new weights, m and v (f32, train layout) before the finite-gradient select.
+    assert p.parts["optimizer update"] == 3 * policy
+    assert p.train == policy + 256 + 1824 + 1184 + 1152 + 3 * policy == 11712
+    assert p.logprobs == 0  # no log-prob pass in this workload
+    assert p.peak == 9040 + 11712 and p.fits
+
+
+def test_fused_attention_and_logprob_pass_terms():
+    # A fused kernel keeps 16 bytes of statistics per query instead of 6 bytes per score:
+    # b2 * N/t 2 * T4 * 16 = 256 in place of 2 * 2 * 4 * 4 * 6 = 384.
+    xla = planning.plan(tiny_workload())
+    splash = planning.plan(tiny_workload(cfg=TINY.replace(attention="splash")))
+    assert splash.parts["activations: one layer"] == xla.parts["activations: one layer"] - 384 + 256
+    default = tiny_workload(cfg=TINY.replace(attention=""))
+    assert default.attention == "cudnn"  # an H100's default
+    tpu = dataclasses.replace(
+        default, hardware=hardware.Hardware(hardware.accelerator("TPU-v5p"), 4)
+    )
+    assert tpu.attention == "splash"
+    # Log-prob pass over chunks of 8 rows (4 per data x fsdp shard), XLA: the layer slab
+    # 4*4*(8 + 8)*2 = 512, f32 scores 4*2*4*4*4 = 512, the log-prob slab 4*4*8*4/2 = 256, and
+    # the gathered tables 16*8*(2*2 + 4) = 1024.
+    lp = planning.plan(tiny_workload(logprob_rows=8))
+    assert lp.parts["log-prob pass (a chunk)"] == lp.logprobs == 512 + 512 + 256 + 1024
+    assert lp.peak == lp.persistent + max(lp.rollout, lp.logprobs, lp.train)
 
 
 def test_remat_and_critic_terms():
     dots = planning.plan(tiny_workload(cfg=TINY.replace(remat="dots")))
-    assert dots.parts["activations: saved"] == 2 * (64 + 320)
+    assert dots.parts["activations: saved"] == 2 * (128 + 640)  # b=2 rows per batch shard
     ppo = planning.plan(tiny_workload(critic=True, reference=False))
     assert "reference model" not in ppo.parts
     # The critic: the backbone without lm_head (1824 - 256) plus an f32 head [8] and a bias.
@@ -109,7 +137,7 @@ def test_suggestions_make_a_config_fit():
 
 def test_cli_exit_status_and_table(capsys):
     tool = runpy.run_path(str(REPO / "tools" / "plan_memory.py"))
-    assert tool["main"]([str(REPO / "configs" / "grpo_qwen7b.py")]) == 0
+    assert tool["main"]([str(REPO / "configs" / "ppo_qwen3b.py")]) == 0
     out = capsys.readouterr().out
     assert "fits: yes" in out and "KV cache" in out
     args = [str(REPO / "configs" / "grpo_qwen14b.py"), "--hardware=A100-40GB:8"]

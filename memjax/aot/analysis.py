@@ -1,0 +1,252 @@
+"""What a compiled program says about itself: memory per device, collectives, costs.
+
+    report = analyse(program, compiled, target, compile_s)   # a flat dict, JSON-ready
+
+Memory is XLA's `memory_analysis()` of the compiled executable (argument, output, alias and
+temporary bytes per device), held against the planner's figure for the same part and against
+the device's usable HBM (`hardware.USABLE_FRACTION`), counting what else the planner says is
+resident at the time (e.g. the sampler's weights during a train step). Collectives are read
+from the optimized HLO text. XLA's `cost_analysis()` counts a while-loop body once (the
+micro-batch scan, the layer scan, the decode loop), so the roofline comes from the model's
+FLOPs and the bytes the call must stream (weights, optimizer state, KV cache), not from it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+import numpy as np
+
+from memjax import hardware as hw_lib
+from memjax.aot.programs import Program
+from memjax.aot.targets import Target
+from memjax.models.params import is_info
+
+GAP_TOLERANCE = 0.15  # planner vs compiler: a larger relative gap is a finding
+COLLECTIVES = (
+    "all-gather",
+    "reduce-scatter",
+    "all-reduce",
+    "all-to-all",
+    "collective-permute",
+)
+_DTYPE_BYTES = {
+    "pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2,
+    "s32": 4, "u32": 4, "f32": 4, "s64": 8, "u64": 8, "f64": 8,
+}  # fmt: skip
+_OP = re.compile(
+    r"=\s*(?P<shape>\(?[a-z0-9]+\[[^=]*?)\s+(?P<op>"
+    + "|".join(COLLECTIVES)
+    + r")(?P<start>-start)?\("
+)
+_ARRAY = re.compile(r"([a-z]+[0-9]*)\[([0-9,]*)\]")
+
+
+def _arrays(shape_text: str) -> list[tuple[str, tuple[int, ...]]]:
+    out = []
+    for dtype, dims in _ARRAY.findall(shape_text):
+        if dtype in _DTYPE_BYTES:
+            out.append((dtype, tuple(int(d) for d in dims.split(",") if d)))
+    return out
+
+
+def _nbytes(dtype: str, dims: tuple[int, ...]) -> int:
+    return int(np.prod(dims, dtype=np.int64)) * _DTYPE_BYTES[dtype]
+
+
+def collectives(hlo_text: str) -> list[dict]:
+    """Every collective in the optimized HLO: kind, result shape and bytes. An async `-start`
+    op's result tuple holds its operand and its result; the larger is counted."""
+    found = []
+    for m in _OP.finditer(hlo_text):
+        arrays = _arrays(m.group("shape"))
+        if not arrays:
+            continue
+        if m.group("start"):
+            arrays = [max(arrays, key=lambda a: _nbytes(*a))]
+        for dtype, dims in arrays:
+            found.append(
+                {
+                    "op": m.group("op"),
+                    "shape": f"{dtype}[{','.join(map(str, dims))}]",
+                    "dims": dims,
+                    "bytes": _nbytes(dtype, dims),
+                }  # fmt: skip
+            )
+    return found
+
+
+def collective_summary(found: list[dict], top: int = 3) -> dict:
+    by_kind: dict[str, dict] = defaultdict(lambda: {"count": 0, "bytes": 0})
+    for c in found:
+        by_kind[c["op"]]["count"] += 1
+        by_kind[c["op"]]["bytes"] += c["bytes"]
+    largest = sorted(found, key=lambda c: -c["bytes"])[:top]
+    return {
+        "by_kind": dict(by_kind),
+        "largest": [f"{c['op']} {c['shape']} ({c['bytes'] / 2**20:.1f} MiB)" for c in largest],
+    }
+
+
+def gathered_whole(found: list[dict], abstract, shard_count) -> list[str]:
+    """Parameters an all-gather rebuilds at their full, unsharded shape although the rules
+    shard them: with stacked layers that is every layer's copy at once, not one per step of
+    the layer scan (`shard_count(info)`: the pieces the rules cut it into)."""
+    if not abstract:
+        return []
+    gathered = {c["dims"] for c in found if c["op"] == "all-gather"}
+    flagged = []
+    leaves = _named_leaves(abstract)
+    for name, info in leaves:
+        if tuple(info.shape) in gathered and shard_count(info) > 1 and len(info.shape) > 1:
+            flagged.append(f"{name} {list(info.shape)}")
+    return flagged
+
+
+def _named_leaves(tree, prefix=""):
+    if is_info(tree):
+        return [(prefix.rstrip("/"), tree)]
+    out = []
+    for k, v in tree.items():
+        out += _named_leaves(v, f"{prefix}{k}/")
+    return out
+
+
+def replicated_inputs(compiled, expected) -> list[str]:
+    """Inputs the executable takes fully replicated where the job meant them sharded."""
+    import jax
+
+    got = jax.tree.leaves(compiled.input_shardings[0])
+    want = jax.tree.leaves(expected, is_leaf=lambda x: hasattr(x, "sharding"))
+    out = []
+    for i, (g, w) in enumerate(zip(got, want)):
+        sharded = not w.sharding.is_fully_replicated
+        if sharded and g.is_fully_replicated:
+            out.append(f"input {i} {list(w.shape)}")
+    return out
+
+
+def _gap(compiled_bytes: int, planned: int | None):
+    if planned is None:
+        return None
+    return (planned - compiled_bytes) / max(compiled_bytes, 1)
+
+
+def analyse(program: Program, compiled, target: Target, compile_s: float, shard_count) -> dict:
+    mem = compiled.memory_analysis()
+    args = int(mem.argument_size_in_bytes)
+    outs = int(mem.output_size_in_bytes)
+    alias = int(mem.alias_size_in_bytes)
+    temp = int(mem.temp_size_in_bytes)
+    footprint = args + outs - alias + temp
+    usable = target.hardware.usable_bytes
+    resident = footprint + max(program.resident_elsewhere, 0)
+    planner = program.planner
+    gaps = {
+        "arguments": _gap(args, planner.get("arguments")),
+        "outputs": _gap(outs, planner.get("outputs")),
+        "temporaries": _gap(temp, planner.get("temporaries")),
+    }
+    found = collectives(compiled.as_text())
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+    compute_s = program.hardware_flops / target.peak_flops if target.peak_flops else 0.0
+    memory_s = program.hbm_traffic / target.hbm_bytes_per_s if target.hbm_bytes_per_s else 0.0
+    step_s = max(compute_s, memory_s)
+    mfu = program.model_flops / (step_s * target.peak_flops) if step_s else 0.0
+    return {
+        "function": program.name,
+        "compile_s": round(compile_s, 1),
+        "argument_bytes": args,
+        "output_bytes": outs,
+        "alias_bytes": alias,
+        "temp_bytes": temp,
+        "footprint_bytes": footprint,
+        "planner": dict(planner),
+        "planner_gap": {k: (round(v, 3) if v is not None else None) for k, v in gaps.items()},
+        "planner_off": sorted(
+            k for k, v in gaps.items() if v is not None and abs(v) > GAP_TOLERANCE
+        ),
+        "resident_bytes": resident,
+        "usable_bytes": usable,
+        "fits": resident <= usable,
+        "collectives": collective_summary(found),
+        "gathered_whole": gathered_whole(found, program.params, shard_count),
+        "replicated_inputs": replicated_inputs(compiled, program.args),
+        "xla_flops": float(cost.get("flops", 0.0)) if cost else 0.0,
+        "xla_bytes_accessed": float(cost.get("bytes accessed", 0.0)) if cost else 0.0,
+        "model_flops": program.model_flops,
+        "roofline_s": step_s,
+        "roofline_bound": "compute" if compute_s >= memory_s else "memory",
+        "roofline_mfu": round(mfu, 4),
+    }
+
+
+_NEEDED = re.compile(r"HLO temporaries \(([0-9.]+)([KMGT])\)")
+
+
+def rejected(program: Program, target: Target, error: Exception, compile_s: float) -> dict:
+    """The report of a program the compiler refused for lack of memory (RESOURCE_EXHAUSTED):
+    it does not fit, and the compiler's figure for its temporaries is in the message."""
+    text = str(error).splitlines()[0]
+    m = _NEEDED.search(text)
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    temp = int(float(m.group(1)) * scale[m.group(2)]) if m else 0
+    return {
+        "function": program.name,
+        "compile_s": round(compile_s, 1),
+        "compile_error": text,
+        "argument_bytes": 0,
+        "output_bytes": 0,
+        "alias_bytes": 0,
+        "temp_bytes": temp,
+        "footprint_bytes": temp,
+        "planner": dict(program.planner),
+        "planner_gap": {"temporaries": _gap(temp, program.planner.get("temporaries"))},
+        "planner_off": [],
+        "resident_bytes": temp + max(program.resident_elsewhere, 0),
+        "usable_bytes": target.hardware.usable_bytes,
+        "fits": False,
+        "collectives": {"by_kind": {}, "largest": []},
+        "gathered_whole": [],
+        "replicated_inputs": [],
+        "roofline_mfu": 0.0,
+        "roofline_bound": "-",
+    }
+
+
+def gib(b: float) -> str:
+    return f"{b / hw_lib.GIB:.2f}"
+
+
+def table_row(r: dict) -> str:
+    """function | compiled args/out/temp GiB | planner | fits | largest collective | MFU."""
+    p = r["planner"]
+    plan = "/".join(gib(p[k]) if k in p else "-" for k in ("arguments", "outputs", "temporaries"))
+    comp = "/".join(gib(r[k]) for k in ("argument_bytes", "output_bytes", "temp_bytes"))
+    largest = r["collectives"]["largest"][0] if r["collectives"]["largest"] else "none"
+    off = ",".join(r["planner_off"]) or "-"
+    return (
+        f"| {r['function']} | {comp} | {plan} | {off} | {gib(r['resident_bytes'])} of "
+        f"{gib(r['usable_bytes'])} {'yes' if r['fits'] else 'NO'} | {largest} | "
+        f"{r['roofline_mfu']:.2f} ({r['roofline_bound']}) |"
+    )
+
+
+TABLE_HEADER = (
+    "| function | compiled args/out/temp GiB | planner args/out/temp GiB | planner off >15% "
+    "| resident GiB of usable, fits | largest collective | roofline MFU |\n"
+    "|---|---|---|---|---|---|---|"
+)
+
+__all__ = [
+    "GAP_TOLERANCE",
+    "analyse",
+    "rejected",
+    "collectives",
+    "collective_summary",
+    "gathered_whole",
+    "table_row",
+    "TABLE_HEADER",
+]

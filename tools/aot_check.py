@@ -1,0 +1,216 @@
+"""Compile a config's jitted functions for its real target, without the hardware.
+
+    python tools/aot_check.py configs/grpo_qwen3b.py --topology v5p:2x2x1     # needs libtpu
+    python tools/aot_check.py configs/ppo_qwen7b.py                          # default slice
+    python tools/aot_check.py configs/toy_grpo_scale.py --cpu-devices 8       # no libtpu
+    python tools/aot_check.py CONFIG --only policy_train_step --mesh 1,2,2 --attention xla
+
+Builds the job's abstract train state, batch and sampler cache over a mesh of the target's
+devices (no weights, no allocation), lowers and compiles the functions the job runs (policy
+train step with its micro-batch scan and remat, PPO's critic step, the old / reference log-prob pass, the
+sampler's prefill and decode loop; memjax/aot/programs.py) and prints per function: compiled
+argument / output / temporary bytes per device against the memory planner's figure for the
+same part, whether it fits the device's usable HBM with what else is resident, the largest
+collectives in the compiled HLO, parameters gathered whole, XLA's cost analysis, and the
+roofline step time and MFU on the target's published peaks. The last line is one JSON object.
+
+A TPU slice (`--topology v5p:2x2x4`, default: the config's TPU, or v5p chips of the config's
+device count) compiles with libtpu's TPU compiler, in an environment of its own
+(`make .venv-tpu`); `--cpu-devices N` compiles for N host devices (memory against the config's
+accelerator). When the slice's device count differs from the config's, the mesh keeps its
+tensor axis and fsdp takes the rest. Exit status: 0 every function fits, 1 one does not,
+2 the config or target is invalid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import runpy
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FUNCTIONS = (
+    "policy_train_step",
+    "critic_train_step",
+    "logprob_pass",
+    "sampler_prefill",
+    "sampler_decode",
+)
+
+
+def _parse(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("config", help="configs/NAME.py")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--topology", default="", help="a TPU slice, e.g. v5p:2x2x4 or v5e:4x4")
+    where.add_argument("--cpu-devices", type=int, default=0, help="compile for N CPU devices")
+    p.add_argument("--only", default="", help=f"comma-separated subset of {','.join(FUNCTIONS)}")
+    p.add_argument("--mesh", default="", help="data,fsdp,tensor (one may be -1)")
+    p.add_argument("--micro_batch_per_device", type=int, default=0)
+    p.add_argument("--decode_batch", type=int, default=0)
+    p.add_argument("--remat", choices=("none", "dots", "full"), default="")
+    p.add_argument("--attention", choices=("xla", "splash", "cudnn"), default="")
+    return p.parse_args(argv)
+
+
+def _overrides(args, w, target, planning) -> dict:
+    out = {}
+    n = target.hardware.num_devices
+    if target.hardware != w.hardware:
+        out["hardware"] = target.hardware
+    if args.mesh:
+        sizes = dict(zip(planning.MESH_AXES, map(int, args.mesh.split(","))))
+        out["mesh"] = planning.resolve_mesh(sizes, n)
+    elif n != w.hardware.num_devices:
+        sizes = {"data": 1, "fsdp": -1, "tensor": w.mesh["tensor"]}
+        out["mesh"] = planning.resolve_mesh(sizes, n)
+    if args.micro_batch_per_device:
+        out["micro_batch_per_device"] = args.micro_batch_per_device
+    if args.decode_batch:
+        out["decode_batch"] = args.decode_batch
+    cfg = w.cfg
+    if args.remat:
+        cfg = cfg.replace(remat=args.remat)
+    if args.attention:
+        cfg = cfg.replace(attention=args.attention)
+    if cfg != w.cfg:
+        out["cfg"] = cfg
+    return out
+
+
+def run(args) -> tuple[int, dict]:
+    from memjax import hardware as hw_lib
+    from memjax import planning
+    from memjax.aot import analysis, programs, targets
+    from memjax.models import fused_attention
+    from memjax.parallel import make_mesh
+
+    config = runpy.run_path(args.config)["get_config"]()
+    problems = planning.validate(config)
+    if problems:
+        return 2, {"error": f"{args.config}: {problems[0]}"}
+    base = planning.workload_from_config(config)
+    try:
+        if args.cpu_devices:
+            target = targets.cpu_target(args.cpu_devices, base.hardware)
+        else:
+            target = targets.tpu_target(args.topology or targets.default_topology(base.hardware))
+        job = programs.JobShape.from_config(config)
+        job = dataclasses.replace(
+            job, workload=dataclasses.replace(base, **_overrides(args, base, target, planning))
+        )
+    except (targets.TargetError, planning.PlanError, hw_lib.HardwareError) as e:
+        return 2, {"error": f"{args.config}: {e}"}
+    w = job.workload
+    mesh = make_mesh(w.mesh, list(target.devices))
+    attention = fused_attention.resolve(w.cfg.attention, mesh)
+    # The planner counts the implementation the compile runs (on CPU devices: XLA's).
+    w = dataclasses.replace(w, cfg=w.cfg.replace(attention=attention))
+    job = dataclasses.replace(job, workload=w)
+    only = set(args.only.split(",")) if args.only else None
+    unknown = (only or set()) - set(FUNCTIONS)
+    if unknown:
+        return 2, {"error": f"--only {sorted(unknown)}: choose from {FUNCTIONS}"}
+    plan = planning.plan(w)
+    print(
+        f"{args.config}: {config.model.preset} {job.algorithm} on {target.name} "
+        f"({w.hardware.describe()}), mesh {w.mesh}, attention={attention}, remat={w.cfg.remat}, "
+        f"{job.rows} rows x {w.seq_len} tokens in {job.num_micro_batches} micro-batches"
+    )
+    print(
+        f"planner: peak {analysis.gib(plan.peak)} GiB of {analysis.gib(plan.usable)} usable "
+        f"({'fits' if plan.fits else 'does NOT fit'})"
+    )
+    shard_count = lambda info: planning.shard_factor(
+        info.shape, info.logical_axes, w.train_rules, w.mesh
+    )
+    reports = []
+    for program in programs.job_programs(job, mesh, only):
+        t0 = time.perf_counter()
+        try:
+            compiled = program.lower().compile()
+        except Exception as e:  # the TPU compiler refuses programs that exceed HBM
+            if "RESOURCE_EXHAUSTED" not in str(e):
+                raise
+            report = analysis.rejected(program, target, e, time.perf_counter() - t0)
+            reports.append(report)
+            print(f"{program.name}: does NOT fit: the compiler says {report['compile_error']}")
+            continue
+        report = analysis.analyse(program, compiled, target, time.perf_counter() - t0, shard_count)
+        reports.append(report)
+        _print_report(report, analysis)
+    print(analysis.TABLE_HEADER)
+    for r in reports:
+        print(analysis.table_row(r))
+    summary = {
+        "config": args.config,
+        "target": target.name,
+        "platform": target.platform,
+        "mesh": w.mesh,
+        "attention": attention,
+        "planner_peak_bytes": plan.peak,
+        "planner_fits": plan.fits,
+        "fits": all(r["fits"] for r in reports),
+        "functions": reports,
+    }
+    return (0 if summary["fits"] else 1), summary
+
+
+def _print_report(r: dict, analysis) -> None:
+    gib = analysis.gib
+    p, gap = r["planner"], r["planner_gap"]
+    line = lambda name, key: (
+        f"  {name:<12}{gib(r[key]):>8} GiB"
+        + (f"   planner {gib(p[name]):>8} GiB ({gap[name]:+.0%})" if name in p else "")
+    )
+    print(f"{r['function']}  (compiled in {r['compile_s']} s)")
+    print(line("arguments", "argument_bytes"))
+    print(line("outputs", "output_bytes") + f"   aliased {gib(r['alias_bytes'])} GiB")
+    print(line("temporaries", "temp_bytes"))
+    verdict = "fits" if r["fits"] else "does NOT fit"
+    print(
+        f"  resident   {gib(r['resident_bytes']):>8} GiB of {gib(r['usable_bytes'])} usable: "
+        f"{verdict}"
+    )
+    kinds = ", ".join(
+        f"{k} x{v['count']} ({v['bytes'] / 2**20:.0f} MiB)"
+        for k, v in r["collectives"]["by_kind"].items()
+    )
+    print(f"  collectives {kinds or 'none'}")
+    for c in r["collectives"]["largest"]:
+        print(f"    {c}")
+    for flag in r["gathered_whole"]:
+        print(f"  gathered whole (rules shard it): {flag}")
+    for flag in r["replicated_inputs"]:
+        print(f"  replicated input (rules shard it): {flag}")
+    print(
+        f"  XLA cost   {r['xla_flops']:.3g} FLOPs, {r['xla_bytes_accessed']:.3g} bytes "
+        "(loop bodies counted once)"
+    )
+    print(
+        f"  roofline   {r['roofline_s']:.3g} s/call ({r['roofline_bound']}-bound), "
+        f"model {r['model_flops']:.3g} FLOPs/device, MFU {r['roofline_mfu']:.2f}"
+    )
+
+
+def main(argv=None) -> int:
+    args = _parse(argv)
+    if args.cpu_devices:
+        flag = f"--xla_force_host_platform_device_count={args.cpu_devices}"
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}".strip()
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    sys.path.insert(0, str(REPO))
+    code, summary = run(args)
+    if "error" in summary:
+        print(summary["error"], file=sys.stderr)
+    print(json.dumps(summary, default=str))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
