@@ -22,6 +22,7 @@ JOBS: dict[str, str] = {
     "memory_r1.demo": "memjax.agents.memory_r1.demo:demo_job",
     "memsearcher.train": "memjax.agents.memsearcher.train_job:train_job",
     "memsearcher.eval": "memjax.agents.memsearcher.eval_job:eval_job",
+    "sft.train": "memjax.sft.job:train_job",
 }
 
 

@@ -19,7 +19,8 @@ import sys
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from memjax import distributed, jobs
+from memjax import distributed, job_checks, jobs
+from memjax.errors import UserError
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Path to a config file (configs/NAME.py).", lock_config=True
@@ -42,6 +43,10 @@ def main(argv) -> None:
     try:
         job = jobs.resolve(job_name)
     except jobs.UnknownJobError as e:
+        _fail(str(e))
+    try:
+        job_checks.check_job_config(job_name, config)  # bad values fail before anything loads
+    except UserError as e:
         _fail(str(e))
     try:
         plan = distributed.maybe_initialize(config)

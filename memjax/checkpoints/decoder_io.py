@@ -97,10 +97,13 @@ def load_hf_decoder(
     return load_decoder_params(source, cfg, str(directory), mesh, rules), cfg
 
 
-def export_hf_decoder(params, cfg: DecoderConfig, directory: str | Path, dtype=None) -> Path:
+def export_hf_decoder(
+    params, cfg: DecoderConfig, directory: str | Path, dtype=None, tokenizer=None
+) -> Path:
     """Writes `params` as an HF checkpoint directory (config.json + model.safetensors) that
-    `transformers` (and vLLM) load as LlamaForCausalLM / Qwen2ForCausalLM. Atomic: the directory
-    is assembled beside its destination and renamed into place."""
+    `transformers` (and vLLM) load as LlamaForCausalLM / Qwen2ForCausalLM; with `tokenizer`
+    (memjax's Tokenizer) its files and chat template too, so the directory is a complete model
+    source. Atomic: the directory is assembled beside its destination and renamed into place."""
     directory = Path(directory)
     tmp = directory.with_name(directory.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -121,6 +124,8 @@ def export_hf_decoder(params, cfg: DecoderConfig, directory: str | Path, dtype=N
     if dtype is not None:
         hf_cfg["torch_dtype"] = np.dtype(dtype).name
     (tmp / "config.json").write_text(json.dumps(hf_cfg, indent=2))
+    if tokenizer is not None:
+        tokenizer.hf.save_pretrained(str(tmp))
     if directory.exists():
         old = directory.with_name(directory.name + ".old")
         shutil.rmtree(old, ignore_errors=True)

@@ -98,3 +98,15 @@ def _clean(root: Path, keep: Path) -> None:
             shutil.rmtree(p, ignore_errors=True)
     for p in root.glob(".tmp-*"):
         shutil.rmtree(p, ignore_errors=True)
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Writes a small text file so a reader sees the old content or the new, never half."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path

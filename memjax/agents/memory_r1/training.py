@@ -37,6 +37,7 @@ def _run_trainer(config, workdir: Path, env, model, train_examples, eval_example
     result = train(
         config.rl,
         workdir,
+        path="config.rl",
         env=env,
         params=model.params,
         cfg=model.cfg,

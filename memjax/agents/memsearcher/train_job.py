@@ -23,18 +23,19 @@ from memjax.agents.episode_env import EpisodeEnv
 from memjax.agents.memsearcher import job_setup
 from memjax.agents.memsearcher.agent_factory import SEQUENTIAL, episode_factory
 from memjax.agents.sampler_adapter import make_rollout_generate, sampling_params
+from memjax.errors import ConfigError
 
 
 def trainer_config(config: ConfigDict, num_train_examples: int) -> ConfigDict:
     """The trainer's config (see memjax.rl.trainer) for this recipe and training-set size."""
     train, rollout = config.train, config.rollout
     if train.batch_size % train.mini_batch_size:
-        raise ValueError(
+        raise ConfigError(
             f"config.train.batch_size={train.batch_size} is not a multiple of "
             f"config.train.mini_batch_size={train.mini_batch_size}"
         )
     if train.algorithm != "multi_context_grpo":
-        raise ValueError(f"config.train.algorithm={train.algorithm!r}; only multi_context_grpo")
+        raise ConfigError(f"config.train.algorithm={train.algorithm!r}; only multi_context_grpo")
     steps = int(train.num_steps) or max(
         1, int(train.total_epochs) * num_train_examples // int(train.batch_size)
     )
