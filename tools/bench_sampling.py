@@ -213,7 +213,7 @@ def bench_workload(model, params, dtype, new_tokens, pairs) -> dict:
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--batches", default="1,8")
+    parser.add_argument("--batches", default="1,8", help="'' skips the per-batch part")
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--workload-pairs", type=int, default=3, help="0 skips the workload")
@@ -246,7 +246,7 @@ def main(argv=None) -> dict:
     }
     print(f"read bandwidth {bandwidth / 1e9:.1f} GB/s; weight-read floor ms/step {floors}")
     results = {}
-    for batch in [int(b) for b in args.batches.split(",")]:
+    for batch in [int(b) for b in args.batches.split(",") if b.strip()]:
         row = bench_batch(model, variants, hf, batch, args.new_tokens, args.pairs)
         row["over_floor"] = {n: round(row["ms_per_step"][n] / floors[n], 2) for n in variants}
         results[str(batch)] = row
