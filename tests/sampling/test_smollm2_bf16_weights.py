@@ -15,9 +15,11 @@ from tools.bench_sampling import QUESTIONS
 
 NEW = 32
 # A flip is allowed only where f32's top-2 margin is at most MARGIN. Measured on these prompts
-# (8 x 32 steps): 5 teacher-forced flips, at margins 0.022-0.027 and one at 0.0526.
+# (8 rows x 32 steps): 5 teacher-forced flips, at margins 0.022-0.027 and one at 0.0526; the
+# free-running paths leave f32's twice (margins 0.022, 0.0526), 248/256 tokens agree; log-prob
+# gap to the f32 forward max 0.051, mean 0.0071.
 MARGIN = 0.06
-LOGPROB_TOL = 0.25
+LOGPROB_TOL = 0.1
 LOGPROB_MEAN_TOL = 0.02
 
 
