@@ -4,6 +4,7 @@ python -m memjax.launch --config=configs/toy_grpo.py --workdir=/tmp/toy_grpo
 """
 
 from ml_collections import ConfigDict
+from ml_collections.config_dict import placeholder
 
 
 def get_config() -> ConfigDict:
@@ -19,7 +20,10 @@ def get_config() -> ConfigDict:
     c.prompts_per_step = 16
     c.group_size = 8
     c.epochs = 1
-    c.mini_batches = 2
+    c.mini_batch_mode = "shuffled"  # or "in_order": consecutive chunks of mini_batch_rows rows
+    c.mini_batches = 2  # "shuffled": updates per epoch
+    c.mini_batch_rows = 0  # "in_order": rows per update (MemSearcher: 128 questions x G)
+    c.mini_batch_shards = 1  # "in_order": verl's data-parallel ranks, each cutting its slice
     c.micro_batches = 1
     c.seq_len = 8  # 2 prompt + 6 completion tokens
     c.vocab_chunk = 16
@@ -46,5 +50,5 @@ def get_config() -> ConfigDict:
     c.keep_best = 1
     c.plot_every = 5
     c.mesh = None
-    c.stop_after = None
+    c.stop_after = placeholder(int)  # None; `--config.stop_after=N` simulates a crash at step N
     return c

@@ -159,6 +159,11 @@ def _sft(config) -> None:
     if not str(_lookup(config, "data.train") or ""):
         raise ConfigError("config.data.train: the trajectory jsonl to train on is required")
     SFTRunConfig.from_section(config.sft, "config.sft")
+    kind = _lookup(config, "task_eval.kind")
+    if kind not in (None, "none", "search_agent"):
+        raise ConfigError(f"config.task_eval.kind={kind!r}: choose none or search_agent")
+    at_least(config, 1, ("task_eval.max_examples",))
+    at_least(config, 0, ("data.max_per_role",))
 
 
 CHECKS: dict[str, Callable] = {

@@ -20,14 +20,13 @@ from jax.sharding import Mesh
 
 from memjax.checkpoints.decoder_names import TensorRule, decoder_rules
 from memjax.checkpoints.safetensors_io import SafetensorsCheckpoint, write_safetensors
+from memjax.model_errors import WeightsError, WeightsNotFoundError
 from memjax.models.config import DecoderConfig
 from memjax.models.decoder import decoder_abstract
 from memjax.models.params import flatten_with_names, is_info
 from memjax.parallel import TRAIN_RULES, param_shardings
 
-
-class CheckpointError(ValueError):
-    pass
+CheckpointError = WeightsError  # the name this module's callers import
 
 
 class TensorSource(Protocol):
@@ -89,7 +88,7 @@ def load_hf_decoder(
     """(params, cfg) from an HF checkpoint directory (config.json + safetensors)."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise FileNotFoundError(f"checkpoint directory {directory} does not exist")
+        raise WeightsNotFoundError(f"checkpoint directory {directory} does not exist")
     cfg = DecoderConfig.from_hf_dir(directory, **overrides)
     # A tied checkpoint that also stores lm_head.weight is read without it: the embedding is
     # the one matrix memjax keeps.

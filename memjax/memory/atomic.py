@@ -57,7 +57,7 @@ def latest_snapshot(root: str | Path) -> Path:
     pointer = root / LATEST
     if not pointer.is_file():
         raise FileNotFoundError(f"{root}: no saved snapshot ({LATEST} is missing)")
-    name = pointer.read_text().strip()
+    name = pointer.read_bytes().decode("utf-8", "replace").strip()  # garbage: no such name
     snapshot = root / name
     if not _SNAPSHOT.match(name) or not snapshot.is_dir():
         raise FileNotFoundError(f"{pointer} names {name!r}, which is not a snapshot directory")

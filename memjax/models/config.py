@@ -13,13 +13,16 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from memjax import errors
+from memjax.model_errors import WeightsNotFoundError
+
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2")
 
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
 
 
-class ConfigError(ValueError):
-    pass
+class ConfigError(errors.ConfigError):
+    """A model config (config.json, GGUF metadata, overrides) with a bad or unsupported value."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,7 +145,7 @@ class DecoderConfig:
     def from_hf_dir(cls, path: str | Path, **overrides) -> DecoderConfig:
         file = Path(path) / "config.json"
         if not file.is_file():
-            raise FileNotFoundError(f"no config.json in checkpoint directory {path}")
+            raise WeightsNotFoundError(f"no config.json in checkpoint directory {path}")
         try:
             hf = json.loads(file.read_text())
         except json.JSONDecodeError as e:

@@ -16,6 +16,7 @@ import math
 from memjax.errors import ConfigError
 from memjax.rl.advantages import SCALINGS
 from memjax.rl.losses import PolicyLossConfig
+from memjax.rl.minibatches import MODES, MiniBatchConfig
 from memjax.rl.optimizer import OptimizerConfig
 from memjax.sampling.sampling_params import SamplingParams
 from memjax.training.schedule import LoopConfig
@@ -55,7 +56,7 @@ class RLRunConfig:
     prompts_per_step: int
     seq_len: int  # tokens per training row (prompt + completions + observations)
     epochs: int  # passes over a step's rows
-    mini_batches: int  # optimizer updates per epoch
+    mini_batches: int  # optimizer updates per epoch ("shuffled" mini-batches)
     micro_batches: int  # gradient-accumulation slices per update
     vocab_chunk: int  # log-probs over the vocabulary in chunks of this many ids
     old_logprobs: str  # "trainer" recomputes them; "sampler" takes the sampler's
@@ -66,10 +67,15 @@ class RLRunConfig:
     optimizer: OptimizerConfig
     critic_optimizer: OptimizerConfig | None  # PPO only
     mesh: dict | None
+    # How a step's rows become updates (memjax.rl.minibatches): "shuffled" (`mini_batches` per
+    # epoch) or "in_order" (chunks of `mini_batch_rows`, MemSearcher's trainer).
+    mini_batch: MiniBatchConfig = MiniBatchConfig()
 
     @property
     def total_updates(self) -> int:
-        return self.loop.num_steps * self.epochs * self.mini_batches
+        """Updates over the run; for "in_order" a lower bound (one context per trajectory)."""
+        per_epoch = _updates_per_epoch(self.mini_batch, self.prompts_per_step * self.group_size)
+        return self.loop.num_steps * self.epochs * per_epoch
 
     @classmethod
     def from_section(cls, section, path: str = "config") -> RLRunConfig:
@@ -96,9 +102,11 @@ class RLRunConfig:
             require(value_clip > 0, f"{path}.value_clip", value_clip, "must be > 0 (or None)")
         if "sampling" not in values:
             raise ConfigError(f"{path}.sampling: missing (at least max_new_tokens)")
-        total = loop.num_steps * ints["epochs"] * ints["mini_batches"]
+        mini_batch = _mini_batch(values, ints, path)
+        trajectories = ints["prompts_per_step"] * ints["group_size"]
+        total = loop.num_steps * ints["epochs"] * _updates_per_epoch(mini_batch, trajectories)
         has_critic = algo == "ppo"
-        return cls(
+        rc = cls(
             loop=loop,
             algo=algo,
             old_logprobs=old,
@@ -113,8 +121,20 @@ class RLRunConfig:
             if has_critic
             else None,
             mesh=as_dict(values.get("mesh")) or None,
-            **ints,
+            mini_batch=mini_batch,
+            **{k: v for k, v in ints.items() if k in _RUN_INTS},
         )
+        if mini_batch.mode == "in_order":
+            for name in ("optimizer", "critic_optimizer"):
+                opt = getattr(rc, name)
+                require(
+                    opt is None or opt.schedule == "constant",
+                    f"{path}.{name}.schedule",
+                    None if opt is None else opt.schedule,
+                    "mini_batch_mode 'in_order' makes a varying number of updates per step; "
+                    "use a constant schedule",
+                )
+        return rc
 
 
 _INT_FIELDS = {
@@ -125,7 +145,34 @@ _INT_FIELDS = {
     "mini_batches": 1,
     "micro_batches": 1,
     "vocab_chunk": 4096,
+    "mini_batch_rows": 0,
+    "mini_batch_shards": 1,
 }
+_RUN_INTS = tuple(k for k in _INT_FIELDS if not k.startswith("mini_batch_"))
+
+
+def _updates_per_epoch(mini_batch: MiniBatchConfig, trajectories: int) -> int:
+    """Updates per epoch: "shuffled" makes its fixed count; "in_order" is counted as if every
+    trajectory had one context (the fewest a step can make; "in_order" needs a constant
+    schedule, which ignores the total)."""
+    if mini_batch.mode == "in_order":
+        return -(-trajectories // mini_batch.rows_per_mini_batch)
+    return mini_batch.num_mini_batches
+
+
+def _mini_batch(values: dict, ints: dict, path: str) -> MiniBatchConfig:
+    mode = values.get("mini_batch_mode", "shuffled")
+    require(mode in MODES, f"{path}.mini_batch_mode", mode, f"choose from {MODES}")
+    rows, shards = ints["mini_batch_rows"], ints["mini_batch_shards"]
+    if mode == "in_order":
+        require(rows >= 1, f"{path}.mini_batch_rows", rows, "must be >= 1 for 'in_order'")
+        require(
+            shards >= 1 and rows % shards == 0,
+            f"{path}.mini_batch_shards",
+            shards,
+            f"must be >= 1 and divide mini_batch_rows={rows}",
+        )
+    return MiniBatchConfig(mode, ints["mini_batches"], rows, shards)
 
 
 def _int(values: dict, name: str, path: str, default) -> int:

@@ -8,8 +8,11 @@ prompt and copy the target token repeatedly.
 
 from __future__ import annotations
 
+import json
+
 import jax
 
+from memjax.errors import ConfigError
 from memjax.models.config import DecoderConfig
 from memjax.models.decoder import decoder_abstract
 from memjax.models.params import init_params
@@ -53,7 +56,7 @@ def train_job(config, workdir) -> None:
     from memjax.rl.trainer import summary_line, train
 
     if not workdir:
-        raise SystemExit("rl.train: --workdir is required (checkpoints, TensorBoard, plots)")
+        raise ConfigError("--workdir: rl.train needs a directory (checkpoints, TensorBoard, plots)")
     cfg = toy_decoder_config(config.model)
     params = jax.jit(lambda k: init_params(decoder_abstract(cfg), k))(jax.random.key(config.seed))
     n = int(config.task.num_targets)
@@ -70,6 +73,9 @@ def train_job(config, workdir) -> None:
         eos_ids=(EOS,),
         pad_id=PAD,
     )
+    if "interrupted_at" in result:  # config.stop_after: a simulated crash, nothing to sum up
+        print(json.dumps({"interrupted_at": result["interrupted_at"]}), flush=True)
+        return
     print(summary_line(result), flush=True)
 
 

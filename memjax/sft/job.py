@@ -32,17 +32,54 @@ def held_out(trajectory_id: str, fraction: float) -> bool:
     return h < fraction * 0x100000000
 
 
+def select_roles(trajectories, roles: str, max_per_role: int) -> list:
+    """The trajectories of the named roles ("" = all), at most `max_per_role` of each (0 = all),
+    in file order."""
+    wanted = {r.strip() for r in roles.split(",") if r.strip()}
+    counts: dict[str, int] = {}
+    out = []
+    for t in trajectories:
+        if wanted and t.role not in wanted:
+            continue
+        counts[t.role] = counts.get(t.role, 0) + 1
+        if not max_per_role or counts[t.role] <= max_per_role:
+            out.append(t)
+    if not out:
+        raise ConfigError(f"config.data.roles={roles!r}: no trajectory has these roles")
+    return out
+
+
 def split_trajectories(config_data) -> tuple[list, list, str]:
-    """(train, eval, how the eval set was chosen)."""
-    train = read_trajectories(config_data.train)
+    """(train, eval, how the eval set was chosen), restricted to `roles` / `max_per_role`."""
+    roles = str(config_data.get("roles", "") or "")
+    per_role = int(config_data.get("max_per_role", 0) or 0)
+    train = select_roles(read_trajectories(config_data.train), roles, per_role)
     eval_path = str(config_data.get("eval", "") or "")
     if eval_path:
-        return train, read_trajectories(eval_path), f"file {eval_path}"
+        held = select_roles(read_trajectories(eval_path), roles, per_role)
+        return train, held, f"file {eval_path}"
     fraction = float(config_data.get("eval_fraction", 0.0))
     if not 0.0 <= fraction < 1.0:
         raise ConfigError(f"config.data.eval_fraction={fraction}: must be in [0, 1)")
     kept = [t for t in train if not held_out(t.id, fraction)]
     return kept, [t for t in train if held_out(t.id, fraction)], f"{fraction:.0%} by id hash"
+
+
+def task_evaluation(config, model):
+    """The agent's own greedy evaluation at every eval step, when `config.task_eval.kind` asks
+    for one ("search_agent": the agent of the MemSearcher recipe file `task_eval.config`)."""
+    section = config.get("task_eval")
+    kind = str(section.kind) if section is not None else "none"
+    if kind == "none":
+        return None
+    if kind != "search_agent":
+        raise ConfigError(f"config.task_eval.kind={kind!r}: choose none or search_agent")
+    from memjax.sft.task_eval import load_agent_config, search_agent_eval
+
+    agent_config = load_agent_config(str(section.config))
+    return search_agent_eval(
+        agent_config, model.tokenizer, model.cfg, max_examples=int(section.max_examples)
+    )
 
 
 def train_job(config, workdir) -> dict:
@@ -57,7 +94,8 @@ def train_job(config, workdir) -> dict:
     rc = SFTRunConfig.from_section(config.sft, "config.sft")  # fails before anything loads
     train, held, how = split_trajectories(config.data)
     m = config.model
-    model = load_model(str(m.source), param_dtype=str(m.param_dtype), remat=str(m.remat))
+    dtypes = {"compute_dtype": str(m.compute_dtype)} if m.get("compute_dtype") else {}
+    model = load_model(str(m.source), param_dtype=str(m.param_dtype), remat=str(m.remat), **dtypes)
     max_len = rc.batching.max_seq_len
     train_rows, train_counts = trajectory_rows(model.tokenizer, train, max_len)
     eval_rows, eval_counts = trajectory_rows(model.tokenizer, held, max_len)
@@ -73,6 +111,7 @@ def train_job(config, workdir) -> dict:
         train_rows=train_rows,
         eval_rows=eval_rows,
         pad_id=model.tokenizer.pad_id,
+        task_eval=task_evaluation(config, model),
     )
     result = run_loop(task, rc.loop, workdir)
     workdir = Path(workdir)

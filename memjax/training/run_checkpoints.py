@@ -1,10 +1,11 @@
 """Checkpoint and resume for a training run: train states, RNG, data position, history, and the
 state of whatever the batches come from (an RL environment's memory banks, an SFT row stream).
 
-    checkpoints = RunCheckpoints(workdir, policy, best_mode="max")
+    checkpoints = RunCheckpoints(workdir, policy, best_mode="max", run_spec={"algo": "grpo"})
     run = checkpoints.resume(states, base_key, data_iterator, source)   # a fresh RunState if none
     ...
     checkpoints.save(run, states, data_iterator, source, metric=0.7)
+    # a restart with another run_spec (algorithm, model shape) is refused in one line
 
 `source` is anything with the environment's checkpoint protocol (`checkpoint_state()`,
 `restore_state(d)`, `has_dir_state`, `save_dir(path)`, `load_dir(path)`), or None.
@@ -36,7 +37,12 @@ class RunState:
 
 
 class RunCheckpoints:
-    def __init__(self, workdir: Path, policy: CheckpointPolicy, *, best_mode: str = "max"):
+    def __init__(
+        self, workdir: Path, policy: CheckpointPolicy, *, best_mode: str = "max", run_spec=None
+    ):
+        # What shapes the state (algorithm, model shape): a checkpoint saved with another one is
+        # refused with one line naming the field, before any array is read.
+        self.run_spec = run_spec
         self.checkpointer = Checkpointer(
             Path(workdir) / "checkpoints",
             keep_last=policy.keep_last,
@@ -58,7 +64,11 @@ class RunCheckpoints:
         )
         dirs = {"env": source.load_dir} if _has_dirs(source) else None
         out = self.checkpointer.restore(
-            abstract, data_iterator=data_iterator, with_extra=True, dirs=dirs
+            abstract,
+            data_iterator=data_iterator,
+            with_extra=True,
+            dirs=dirs,
+            run_spec=self.run_spec,
         )
         restored, extra = out["state"], out["extra"]
         if source is not None and extra.get("env") is not None:
@@ -80,7 +90,13 @@ class RunCheckpoints:
         dirs = {"env": source.save_dir} if _has_dirs(source) else None
         metrics = {BEST_METRIC: metric} if metric is not None else None
         self.checkpointer.save(
-            run.step, tree, data_iterator=data_iterator, extra=extra, dirs=dirs, metrics=metrics
+            run.step,
+            tree,
+            data_iterator=data_iterator,
+            extra=extra,
+            dirs=dirs,
+            metrics=metrics,
+            run_spec=self.run_spec,
         )
 
     def close(self) -> None:
