@@ -7,10 +7,12 @@ norms and biases keep their dtype, and activations, logits, softmax and log-prob
 accumulates in f32).
 
 `SamplingParams.weight_dtype="auto"` picks bf16 on CPU for batches of at least
-`BF16_MIN_BATCH` rows and the weights as stored otherwise. XLA's CPU backend has no native
-bf16 on this class of machine (AVX2, no AVX512-BF16): a one-row bf16 product takes a slow
-generic path, so a single row decodes faster in f32, and a compacting bf16 batch stops
-shrinking at two rows (`min_batch`). On GPU and TPU "auto" keeps the weights as stored.
+`BF16_MIN_BATCH` rows and the weights as stored otherwise. In XLA's CPU backend (jax 0.10) a
+bf16 x bf16 -> f32 product of two or more rows runs as one YNNPACK GEMM over the stored bf16
+weights, but a one-row product is rewritten into a convert of the whole weight to f32 and an
+f32 GEMV (seen in the optimized HLO): a single row decodes faster from f32 weights, and a
+compacting bf16 batch stops shrinking at two rows (`min_batch`). On GPU and TPU "auto" keeps
+the weights as stored.
 """
 
 from __future__ import annotations
