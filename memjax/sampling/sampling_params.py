@@ -24,7 +24,8 @@ class SamplingParams:
       keeps the params as given. Activations, logits, softmax and log-probs stay f32; a trainer
       recomputes log-probs in its own dtype (the gap is the `sampler_gap` metric).
     - compaction: move running rows into smaller batch buckets as rows stop (compaction.py);
-      token-identical to the static batch.
+      token-identical to the static batch. Off by default: on the 2-core CPU, the GRPO-like
+      workload of tools/bench_sampling.py ran at 0.66x the static batch's tokens/s with it.
     - context_overflow: a prompt + max_new_tokens beyond the model's max_position_embeddings
       is an "error", or "truncate_prompt" keeps the prompt's latest tokens (context.py).
     """
@@ -35,7 +36,7 @@ class SamplingParams:
     max_new_tokens: int = 64
     greedy: bool = False
     weight_dtype: str = "auto"
-    compaction: bool = True
+    compaction: bool = False
     context_overflow: str = "error"
 
     def __post_init__(self):
@@ -63,7 +64,7 @@ class SamplingParams:
     def token_choice(self) -> SamplingParams:
         """The same token choice with the run options at their defaults (the jit cache key)."""
         return dataclasses.replace(
-            self, weight_dtype="auto", compaction=True, context_overflow="error"
+            self, weight_dtype="auto", compaction=False, context_overflow="error"
         )
 
 

@@ -67,18 +67,18 @@ def test_sampling_params_from_config_sections():
     )
     assert not sampled.greedy and (sampled.top_p, sampled.top_k) == (0.99, 10000)
     # The sampler's run options come from the same section; unset ones keep the defaults.
-    assert (sampled.weight_dtype, sampled.compaction) == ("auto", True)
+    assert (sampled.weight_dtype, sampled.compaction) == ("auto", False)
     run = sampling_params(
         {
             "max_tokens_per_call": 9,
             "weight_dtype": "float32",
-            "compaction": False,
+            "compaction": True,
             "context_overflow": "truncate_prompt",
         }
     )
     assert (run.weight_dtype, run.compaction, run.context_overflow) == (
         "float32",
-        False,
+        True,
         "truncate_prompt",
     )
     with pytest.raises(ValueError, match="weight_dtype='fp8'"):

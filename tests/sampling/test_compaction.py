@@ -82,7 +82,7 @@ def test_compacted_decode_is_token_identical_to_the_static_batch(model, sampling
 
 def test_a_batch_of_one_and_an_all_stopped_batch(model):
     params, cfg = model
-    sampling = SamplingParams(max_new_tokens=6, greedy=True, weight_dtype="stored")
+    sampling = SamplingParams(max_new_tokens=6, greedy=True, weight_dtype="stored", compaction=True)
     one = sample(params, cfg, PROMPTS[:1], sampling, 0, eos_ids=[])
     assert one.batch_sizes == (1,) and one.lengths.tolist() == [6]
     first = sample(params, cfg, PROMPTS, sampling, 0, eos_ids=[])

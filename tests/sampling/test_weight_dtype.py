@@ -113,9 +113,9 @@ def test_the_rl_sampling_section_sets_the_run_options():
     from memjax.errors import ConfigError
     from memjax.training.sections import read_section
 
-    section = {"max_new_tokens": 8, "weight_dtype": "float32", "compaction": False}
+    section = {"max_new_tokens": 8, "weight_dtype": "float32", "compaction": True}
     sampling = read_section(SamplingParams, section, "config.sampling")
-    assert (sampling.weight_dtype, sampling.compaction) == ("float32", False)
+    assert (sampling.weight_dtype, sampling.compaction) == ("float32", True)
     with pytest.raises(ConfigError, match="config.sampling.context_overflow='cut'"):
         read_section(
             SamplingParams, {"max_new_tokens": 8, "context_overflow": "cut"}, "config.sampling"
