@@ -6,13 +6,14 @@ norms and biases keep their dtype, and activations, logits, softmax and log-prob
 (`decoder.narrow_weights`: activations are cast down to the weight for each GEMM, which
 accumulates in f32).
 
-`SamplingParams.weight_dtype="auto"` picks bf16 on CPU for batches of at least
-`BF16_MIN_BATCH` rows and the weights as stored otherwise. In XLA's CPU backend (jax 0.10) a
-bf16 x bf16 -> f32 product of two or more rows runs as one YNNPACK GEMM over the stored bf16
-weights, but a one-row product is rewritten into a convert of the whole weight to f32 and an
-f32 GEMV (seen in the optimized HLO): a single row decodes faster from f32 weights, and a
-compacting bf16 batch stops shrinking at two rows (`min_batch`). On GPU and TPU "auto" keeps
-the weights as stored.
+`SamplingParams.weight_dtype="auto"` keeps the weights as stored on every backend for now.
+In XLA's CPU backend (jax 0.10, AVX2 without native bf16) a bf16 x bf16 -> f32 product of two
+or more rows runs as one YNNPACK GEMM over the stored bf16 weights, but a one-row product is
+rewritten into a convert of the whole weight to f32 and an f32 GEMV (seen in the optimized
+HLO). Measured with tools/bench_sampling.py on the 2-core CPU (loaded), bf16 weights decoded
+SmolLM2 at batch 8 at 0.75x the speed of f32 (median of alternated pairs), so they are an
+option ("bfloat16"), not the default. With them, one row would take the convert path, so a
+compacting bf16 batch stops shrinking at two rows (`min_batch`).
 """
 
 from __future__ import annotations
@@ -39,17 +40,14 @@ def cast_matrices(params, dtype):
     return jax.tree_util.tree_map_with_path(cast, params)
 
 
-def resolve(sampling: SamplingParams, batch: int, backend: str | None = None):
+def resolve(sampling: SamplingParams, batch: int):
     """The weight dtype for a call of `batch` rows, or None to keep the params as stored."""
     setting = sampling.weight_dtype
     if setting == "stored":
         return None
     if setting != "auto":
         return jnp.dtype(setting)
-    backend = backend or jax.default_backend()
-    if backend == "cpu" and batch >= BF16_MIN_BATCH:
-        return jnp.dtype(jnp.bfloat16)
-    return None
+    return None  # "auto": see the module docstring for the measurement behind it
 
 
 class WeightCopies:

@@ -19,12 +19,12 @@ BF16 = jnp.dtype(jnp.bfloat16)
 PROMPTS = [[5, 9, 2, 33, 17], [7, 1], [11, 12, 13, 14, 15, 16], [40, 41, 42]]
 
 
-def test_auto_is_bf16_on_cpu_from_two_rows_and_as_stored_elsewhere():
+def test_auto_keeps_the_stored_weights_and_explicit_dtypes_are_used():
     auto = SamplingParams()
-    assert resolve(auto, 1, "cpu") is None and resolve(auto, 2, "cpu") == BF16
-    assert resolve(auto, 64, "gpu") is None and resolve(auto, 64, "tpu") is None
-    assert resolve(SamplingParams(weight_dtype="float32"), 8, "cpu") == jnp.float32
-    assert resolve(SamplingParams(weight_dtype="stored"), 8, "cpu") is None
+    assert resolve(auto, 1) is None and resolve(auto, 8) is None
+    assert resolve(SamplingParams(weight_dtype="float32"), 8) == jnp.float32
+    assert resolve(SamplingParams(weight_dtype="bfloat16"), 1) == BF16
+    assert resolve(SamplingParams(weight_dtype="stored"), 8) is None
 
 
 def test_only_matrices_are_cast_and_copies_are_made_once():
@@ -35,8 +35,10 @@ def test_only_matrices_are_cast_and_copies_are_made_once():
     assert low["layers"][1]["attn_norm"].dtype == jnp.float32
     assert min_batch(low) == 2 and min_batch(params) == 1
     copies = WeightCopies(params)
-    assert copies.for_call(SamplingParams(), 1) is params
-    assert copies.for_call(SamplingParams(), 4) is copies.for_call(SamplingParams(), 8)
+    assert copies.for_call(SamplingParams(), 4) is params
+    low = SamplingParams(weight_dtype="bfloat16")
+    assert copies.for_call(low, 4) is copies.for_call(low, 8)
+    assert copies.for_call(low, 4)["embed"].dtype == BF16
 
 
 def test_a_decode_step_reads_bf16_weights_as_stored():
