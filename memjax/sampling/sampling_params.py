@@ -21,8 +21,9 @@ class SamplingParams:
     How the sampler runs (none of these changes which distribution a token is drawn from):
     - weight_dtype: the dtype the weight matrices are read in while decoding. "auto" is the
       fastest setting measured safe for the backend (today the weights as stored everywhere:
-      see weights.py); "stored" keeps the params as given; "bfloat16" halves the bytes read. Activations, logits, softmax and log-probs stay f32; a trainer
-      recomputes log-probs in its own dtype (the gap is the `sampler_gap` metric).
+      see weights.py); "stored" keeps the params as given; "bfloat16" halves the bytes read.
+      Activations, logits, softmax and log-probs stay f32; a trainer recomputes log-probs in
+      its own dtype (the gap is the `sampler_gap` metric).
     - compaction: move running rows into smaller batch buckets as rows stop (compaction.py);
       token-identical to the static batch. Off by default: on the 2-core CPU, the GRPO-like
       workload of tools/bench_sampling.py ran at 0.66x the static batch's tokens/s with it.

@@ -71,7 +71,7 @@ def sampler_policy(
     )
     tok = model.tokenizer
     calls = [0]
-    prepared = []  # per-layer weights on CPU (and their bf16 copy), laid out once, not per call
+    prepared = []  # per-layer weights on CPU (and a cast copy), laid out once, not per call
 
     def policy(batch: list[Messages]) -> list[str]:
         ids = [tok.chat(list(m)) for m in batch]
