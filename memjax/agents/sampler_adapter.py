@@ -26,7 +26,8 @@ import numpy as np
 
 from memjax.agents.episode import ModelCall, ModelOutput
 from memjax.sampling.sampler import prepare_params, sample
-from memjax.sampling.sampling_params import SamplingParams
+from memjax.sampling.sampling_params import SamplingParams, run_options
+from memjax.sampling.weights import WeightCopies
 
 EOS, STOP_STRING, MAX_TOKENS = "eos", "stop_string", "max_tokens"  # the sampler's stop reasons
 
@@ -95,7 +96,8 @@ class SamplerPolicy:
         extra_stop: Sequence[str] = (),
         max_prompt_tokens: int | None = None,
     ):
-        self.params = prepare_params(params, cfg)  # once: per-layer weights for CPU decoding
+        # Once: per-layer weights for CPU decoding, and the weight dtype's copy when first used.
+        self.weights = WeightCopies(prepare_params(params, cfg))
         self.cfg = cfg
         self.tokenizer = tokenizer
         self.sampling = sampling
@@ -123,7 +125,7 @@ class SamplerPolicy:
             groups.setdefault(self.stops(call), []).append(i)
         for g, (stop, rows) in enumerate(groups.items()):
             out = sample(
-                self.params,
+                self.weights.for_call(self.sampling, len(rows)),
                 self.cfg,
                 [prompts[i] for i in rows],
                 self.sampling,
@@ -174,7 +176,8 @@ def make_rollout_generate(
 
 def sampling_params(section, *, greedy: bool | None = None) -> SamplingParams:
     """SamplingParams from a config section with temperature / top_p / top_k /
-    max_tokens_per_call; temperature 0 means greedy, as in the papers' eval scripts."""
+    max_tokens_per_call (and optionally the sampler's run options: weight_dtype, compaction,
+    context_overflow); temperature 0 means greedy, as in the papers' eval scripts."""
     temperature = float(section.get("temperature", 1.0))
     greedy = temperature == 0.0 if greedy is None else greedy
     return SamplingParams(
@@ -183,4 +186,5 @@ def sampling_params(section, *, greedy: bool | None = None) -> SamplingParams:
         top_p=float(section.get("top_p", 1.0)),
         max_new_tokens=int(section["max_tokens_per_call"]),
         greedy=greedy,
+        **run_options(section),
     )

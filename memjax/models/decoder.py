@@ -260,7 +260,18 @@ def _project(x: jax.Array, w: jax.Array, dt) -> jax.Array:
     Every projection is one 2-D GEMM over the flattened tokens: with [B, T, D] einsums, XLA on
     CPU writes the backward pass's activation gradients in transposed layouts (a strided copy
     per layer that cost more than the GEMMs' own gap to peak)."""
-    return x @ w.astype(dt).reshape(x.shape[-1], -1)
+    w = w.reshape(x.shape[-1], -1)
+    if narrow_weights(w, dt):
+        return jnp.dot(x.astype(w.dtype), w, preferred_element_type=jnp.float32).astype(dt)
+    return x @ w.astype(dt)
+
+
+def narrow_weights(w: jax.Array, dt) -> bool:
+    """Whether a weight is stored narrower than the compute dtype (bf16 weights for decoding
+    under f32 compute). Such weights are read as stored, with the activations cast down and the
+    product accumulated in f32: casting the weights up would write an f32 copy of every matrix
+    on every decode step, more traffic than the f32 weights themselves."""
+    return jnp.dtype(w.dtype).itemsize < jnp.dtype(dt).itemsize
 
 
 def _remat(fn, policy: str):
@@ -309,8 +320,8 @@ def forward_hidden(
     # Gather the table's fsdp shards before the lookup (as for every weight): a lookup into an
     # embed-sharded table yields embed-sharded rows, which the partitioner cannot move onto the
     # batch-sharded layout below without fully rematerialising them.
-    table = constrain(params["embed"].astype(cfg.dtype), ("vocab", None), mesh, rules)  # [V, D]
-    x = table[tokens]  # [B, T, D]
+    table = constrain(params["embed"], ("vocab", None), mesh, rules)  # [V, D] as stored
+    x = table[tokens].astype(cfg.dtype)  # [B, T, D]: rows cast after the lookup, not the table
     x = constrain(x, ("batch", "seq", None), mesh, rules)
     cos, sin = rope_tables(
         positions, inverse_frequencies(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
@@ -461,7 +472,11 @@ def logits_from_hidden(params, hidden: jax.Array, cfg: DecoderConfig) -> jax.Arr
     """[B, T, D] -> [B, T, V] f32 logits."""
     w, vocab_major = unembedding(params, cfg)
     spec = "btd,vd->btv" if vocab_major else "btd,dv->btv"
-    return jnp.einsum(spec, hidden, w.astype(cfg.dtype), preferred_element_type=jnp.float32)
+    if narrow_weights(w, cfg.dtype):
+        hidden = hidden.astype(w.dtype)
+    else:
+        w = w.astype(cfg.dtype)
+    return jnp.einsum(spec, hidden, w, preferred_element_type=jnp.float32)
 
 
 def forward(params, tokens, positions, cfg: DecoderConfig, **kwargs):

@@ -46,22 +46,30 @@ def filtered_logits(logits: jax.Array, sampling: SamplingParams) -> jax.Array:
     return top_p_filter(top_k_filter(scaled, sampling.top_k), sampling.top_p)
 
 
-def row_keys(key: jax.Array, step: jax.Array, rows: int) -> jax.Array:
-    """One key per (step, row): a row's draws do not depend on how many rows share its batch,
-    so group-shared and separate prefills, or sharded and single-device runs, draw alike."""
+def row_keys(key: jax.Array, step: jax.Array, rows: jax.Array) -> jax.Array:
+    """One key per (step, row id) for rows [B] int32 (each row's index in the call's output):
+    a row's draws do not depend on which rows share its batch, so group-shared and separate
+    prefills, sharded and single-device runs, and batches compacted as rows finish, draw alike."""
     step_key = jax.random.fold_in(key, step)
-    return jax.vmap(lambda r: jax.random.fold_in(step_key, r))(jnp.arange(rows))
+    return jax.vmap(lambda r: jax.random.fold_in(step_key, r))(rows)
 
 
 def choose_tokens(
-    logits: jax.Array, sampling: SamplingParams, key: jax.Array, step: jax.Array
+    logits: jax.Array,
+    sampling: SamplingParams,
+    key: jax.Array,
+    step: jax.Array,
+    rows: jax.Array | None = None,
 ) -> tuple[jax.Array, jax.Array]:
-    """logits [B, V] -> (tokens [B] int32, log-probs [B] f32 at the sampling temperature)."""
+    """logits [B, V] -> (tokens [B] int32, log-probs [B] f32 at the sampling temperature).
+    rows [B] int32: the rows' ids for their draws (default 0..B-1)."""
     logits = logits.astype(jnp.float32)
     if sampling.greedy:
         tokens = jnp.argmax(logits, axis=-1)
     else:
-        keys = row_keys(key, step, logits.shape[0])
+        if rows is None:
+            rows = jnp.arange(logits.shape[0], dtype=jnp.int32)
+        keys = row_keys(key, step, rows)
         tokens = jax.vmap(jax.random.categorical)(keys, filtered_logits(logits, sampling))
     tokens = tokens.astype(jnp.int32)
     logprobs = jax.nn.log_softmax(logits / sampling.temperature, axis=-1)

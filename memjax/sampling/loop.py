@@ -22,7 +22,13 @@ import jax.numpy as jnp
 
 from memjax.models import decoder
 from memjax.models.config import DecoderConfig
-from memjax.models.kv_cache import CACHE_AXES, LAYER_CACHE_AXES, KVCache, init_cache, repeat_rows
+from memjax.models.kv_cache import (
+    CACHE_AXES,
+    LAYER_CACHE_AXES,
+    KVCache,
+    init_cache,
+    repeat_rows,
+)
 from memjax.parallel import constrain
 from memjax.sampling.filters import choose_tokens
 from memjax.sampling.sampling_params import SamplingParams
@@ -127,7 +133,6 @@ def prefill_new(
     )
 
 
-@jax.tree_util.register_dataclass
 @dataclasses.dataclass
 class DecodeResult:
     tokens: jax.Array  # [B, max_new] int32, pad after a row stops
@@ -137,6 +142,25 @@ class DecodeResult:
     pending: jax.Array  # [B] int32: each row's last sampled token, not yet in the cache
     pending_position: jax.Array  # [B] int32: its position
     cache: KVCache
+    batch_sizes: tuple[int, ...]  # the batch the loop ran at, then each compacted bucket
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class DecodeCarry:
+    """The decode loop's state between steps; `step` is the next output column to fill."""
+
+    step: jax.Array  # [] int32
+    cache: KVCache
+    token: jax.Array  # [B] int32: each row's last sampled token (fed at the next step)
+    position: jax.Array  # [B] int32: its position
+    rows: jax.Array  # [B] int32: each row's index in the call's output (its draws' id), -1 filler
+    tokens: jax.Array  # [B, max_new] int32
+    logprobs: jax.Array  # [B, max_new] f32
+    window: jax.Array  # [B, W] int32: the latest W tokens (for stop sequences)
+    done: jax.Array  # [B] bool
+    reason: jax.Array  # [B] int32
+    lengths: jax.Array  # [B] int32
 
 
 def _matches_stop(window: jax.Array, stops: jax.Array) -> jax.Array:
@@ -147,11 +171,108 @@ def _matches_stop(window: jax.Array, stops: jax.Array) -> jax.Array:
     return jnp.any(jnp.all(equal, axis=-1), axis=-1)
 
 
+def _record(c: DecodeCarry, token, logprob, eos_ids, stops, pad_id) -> DecodeCarry:
+    """Stores the tokens sampled at `c.step` for rows still running and updates their stops."""
+    live = ~c.done
+    window = jnp.where(
+        live[:, None], jnp.concatenate([c.window[:, 1:], token[:, None]], 1), c.window
+    )
+    is_eos = jnp.any(token[:, None] == eos_ids[None, :], axis=-1)
+    is_stop = _matches_stop(window, stops)
+    reason = jnp.where(live & is_eos, EOS, jnp.where(live & is_stop, STOP_STRING, c.reason))
+    return dataclasses.replace(
+        c,
+        step=c.step + 1,
+        token=jnp.where(live, token, c.token),
+        tokens=c.tokens.at[:, c.step].set(jnp.where(live, token, pad_id)),
+        logprobs=c.logprobs.at[:, c.step].set(jnp.where(live, logprob, 0.0)),
+        window=window,
+        done=c.done | (live & (is_eos | is_stop)),
+        reason=reason,
+    )
+
+
+@partial(jax.jit, static_argnames=("sampling", "pad_id", "window"), donate_argnames=("cache",))
+def _first_tokens(cache, logits, positions, key, eos_ids, stops, *, sampling, pad_id, window):
+    """The carry after sampling every row's first token from the prefill's logits [B, V]."""
+    B = logits.shape[0]
+    rows = jnp.arange(B, dtype=jnp.int32)
+    token, logprob = choose_tokens(logits, sampling, key, jnp.int32(0), rows)
+    empty = DecodeCarry(
+        step=jnp.int32(0),
+        cache=cache,
+        token=token,
+        position=positions,
+        rows=rows,
+        tokens=jnp.full((B, sampling.max_new_tokens), pad_id, jnp.int32),
+        logprobs=jnp.zeros((B, sampling.max_new_tokens), jnp.float32),
+        window=jnp.full((B, window), -2, jnp.int32),  # -2: no token yet (never a stop id)
+        done=jnp.zeros(B, jnp.bool_),
+        reason=jnp.full(B, RUNNING, jnp.int32),
+        lengths=jnp.ones(B, jnp.int32),
+    )
+    return _record(empty, token, logprob, eos_ids, stops, pad_id)
+
+
 @partial(
     jax.jit,
-    static_argnames=("cfg", "sampling", "pad_id", "mesh", "rules"),
-    donate_argnames=("cache",),
+    static_argnames=("cfg", "sampling", "pad_id", "stop_at_live", "mesh", "rules"),
+    donate_argnames=("carry",),
 )
+def decode_steps(
+    params,
+    carry: DecodeCarry,
+    key: jax.Array,
+    eos_ids: jax.Array,  # [E] int32
+    stops: jax.Array,  # [M, W] int32, see stops.stop_sequences
+    *,
+    cfg: DecoderConfig,
+    sampling: SamplingParams,
+    pad_id: int = 0,
+    stop_at_live: int = 0,
+    mesh=None,
+    rules=None,
+) -> DecodeCarry:
+    """Feeds each row's last token and samples the next, in a `lax.while_loop`, until every row
+    has stopped, `max_new_tokens` are out, or at most `stop_at_live` rows are still running
+    (so the caller can move them into a smaller batch)."""
+
+    def cond(c):
+        running = jnp.sum(~c.done)
+        return (c.step < sampling.max_new_tokens) & (running > stop_at_live)
+
+    def body(c):
+        # Rows that stopped still run (the batch is one shape) but their slots stay invalid.
+        logits, cache = decoder.forward(
+            params,
+            c.token[:, None],
+            c.position[:, None],
+            cfg,
+            token_mask=~c.done[:, None],
+            cache=c.cache,
+            mesh=mesh,
+            rules=rules,
+        )
+        token, logprob = choose_tokens(logits[:, 0], sampling, key, c.step, c.rows)
+        live = ~c.done
+        c = dataclasses.replace(
+            c,
+            cache=constrain_cache(cache, mesh, rules),
+            position=jnp.where(live, c.position + 1, c.position),
+            lengths=c.lengths + live.astype(jnp.int32),
+        )
+        return _record(c, token, logprob, eos_ids, stops, pad_id)
+
+    return jax.lax.while_loop(cond, body, carry)
+
+
+def _result(carry: DecodeCarry, batch_sizes: tuple[int, ...]) -> DecodeResult:
+    c = carry
+    return DecodeResult(
+        c.tokens, c.logprobs, c.lengths, c.reason, c.token, c.position, c.cache, batch_sizes
+    )
+
+
 def decode(
     params,
     cache: KVCache,
@@ -164,64 +285,39 @@ def decode(
     cfg: DecoderConfig,
     sampling: SamplingParams,
     pad_id: int = 0,
+    compaction: bool = False,
+    min_batch: int = 1,
     mesh=None,
     rules=None,
 ) -> DecodeResult:
-    B = logits.shape[0]
-    max_new = sampling.max_new_tokens
-    W = stops.shape[1]
-
-    def record(step, token, logprob, state):
-        """Stores the token sampled at `step` for rows still running and updates stops."""
-        out_tokens, out_logprobs, window, done, reason = state
-        live = ~done
-        out_tokens = out_tokens.at[:, step].set(jnp.where(live, token, pad_id))
-        out_logprobs = out_logprobs.at[:, step].set(jnp.where(live, logprob, 0.0))
-        window = jnp.where(
-            live[:, None], jnp.concatenate([window[:, 1:], token[:, None]], 1), window
-        )
-        is_eos = jnp.any(token[:, None] == eos_ids[None, :], axis=-1)
-        is_stop = _matches_stop(window, stops)
-        reason = jnp.where(live & is_eos, EOS, jnp.where(live & is_stop, STOP_STRING, reason))
-        return out_tokens, out_logprobs, window, done | (live & (is_eos | is_stop)), reason
-
-    token, logprob = choose_tokens(logits, sampling, key, jnp.int32(0))
-    init = (
-        jnp.full((B, max_new), pad_id, jnp.int32),
-        jnp.zeros((B, max_new), jnp.float32),
-        jnp.full((B, W), -2, jnp.int32),  # -2: no token yet (never equals a stop id)
-        jnp.zeros(B, jnp.bool_),
-        jnp.full(B, RUNNING, jnp.int32),
+    """Samples up to `max_new_tokens` per row. With `compaction`, the batch shrinks as rows
+    stop (see compaction.py); rows come back in their original order either way."""
+    carry = _first_tokens(
+        cache,
+        logits,
+        positions,
+        key,
+        eos_ids,
+        stops,
+        sampling=sampling,
+        pad_id=pad_id,
+        window=stops.shape[1],
     )
-    state = record(0, token, logprob, init)
-    lengths = jnp.ones(B, jnp.int32)
+    steps = partial(
+        decode_steps,
+        params,
+        key=key,
+        eos_ids=eos_ids,
+        stops=stops,
+        cfg=cfg,
+        sampling=sampling,
+        pad_id=pad_id,
+        mesh=mesh,
+        rules=rules,
+    )
+    if not compaction:
+        return _result(steps(carry), (int(logits.shape[0]),))
+    from memjax.sampling.compaction import decode_compacting
 
-    def cond(carry):
-        step, _, _, _, _, state, _ = carry
-        return (step < max_new) & ~jnp.all(state[3])
-
-    def body(carry):
-        step, cache, token, position, rng, state, lengths = carry
-        done = state[3]
-        # Rows that stopped still run (the batch is one shape) but their slots stay invalid.
-        logits, cache = decoder.forward(
-            params,
-            token[:, None],
-            position[:, None],
-            cfg,
-            token_mask=~done[:, None],
-            cache=cache,
-            mesh=mesh,
-            rules=rules,
-        )
-        new_token, logprob = choose_tokens(logits[:, 0], sampling, rng, step)
-        state = record(step, new_token, logprob, state)
-        token = jnp.where(done, token, new_token)
-        position = jnp.where(done, position, position + 1)
-        lengths = lengths + (~done).astype(jnp.int32)
-        return step + 1, constrain_cache(cache, mesh, rules), token, position, rng, state, lengths
-
-    carry = (jnp.int32(1), cache, token, positions, key, state, lengths)
-    _, cache, token, position, _, state, lengths = jax.lax.while_loop(cond, body, carry)
-    out_tokens, out_logprobs, _, _, reason = state
-    return DecodeResult(out_tokens, out_logprobs, lengths, reason, token, position, cache)
+    carry, sizes = decode_compacting(carry, steps, sampling.max_new_tokens, min_batch)
+    return _result(carry, sizes)

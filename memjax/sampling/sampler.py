@@ -25,7 +25,8 @@ from memjax.models.config import DecoderConfig
 from memjax.models.kv_cache import KVCache
 from memjax.models.params import tree_map_info
 from memjax.parallel import SAMPLING_RULES, named_sharding, normalize_rules
-from memjax.sampling import loop
+from memjax.sampling import loop, weights
+from memjax.sampling.context import check_continuation, fit_prompts
 from memjax.sampling.padding import bucket_length, cache_length, left_pad, positions_after
 from memjax.sampling.sampling_params import SamplingParams
 from memjax.sampling.stops import first_stop_string_end, stop_sequences
@@ -60,16 +61,20 @@ class SampleOutput:
     lengths: np.ndarray  # [N] int32: tokens produced (the EOS / stop string included)
     stop_reason: list[str]  # per row: "eos" | "stop_string" | "max_tokens"
     state: SampleState
+    batch_sizes: tuple[int, ...] = ()  # the decode batch, then each compacted bucket
 
     def completions(self) -> list[list[int]]:
         return [self.tokens[i, : self.lengths[i]].tolist() for i in range(len(self.lengths))]
 
 
-def prepare_params(params, cfg: DecoderConfig, *, mesh=None, rules=None):
-    """Parameters laid out for decoding: per-layer (unrolled) on CPU, stacked elsewhere, and
-    sharded for sampling when a mesh is given (tensor-parallel only by default)."""
+def prepare_params(params, cfg: DecoderConfig, *, weight_dtype=None, mesh=None, rules=None):
+    """Parameters laid out for decoding: per-layer (unrolled) on CPU, stacked elsewhere, the
+    weight matrices in `weight_dtype` (None keeps them as stored), and sharded for sampling
+    when a mesh is given (tensor-parallel only by default)."""
     if jax.default_backend() == "cpu":
         params = decoder.unstack_layers(params)
+    if weight_dtype is not None:
+        params = weights.cast_matrices(params, weight_dtype)
     if mesh is not None:
         params = jax.device_put(params, _param_shardings(params, cfg, mesh, rules))
     return params
@@ -148,11 +153,17 @@ def _finish(result: loop.DecodeResult, state: SampleState, sampling: SamplingPar
         pending_position=jnp.asarray(pending_position),
         history=history,
     )
-    return SampleOutput(tokens, logprobs, lengths, reasons, new_state)
+    return SampleOutput(tokens, logprobs, lengths, reasons, new_state, result.batch_sizes)
 
 
 def _run(state: SampleState, chunks, starts, sampling, rng, group_size):
     """Prefill `chunks` (one per cache row before grouping) at `starts`, then decode."""
+    state = dataclasses.replace(
+        state,
+        params=weights.cast_matrices(
+            state.params, weights.resolve(sampling, len(chunks) * group_size)
+        ),
+    )
     length = bucket_length(max(len(c) for c in chunks))
     tokens, mask = left_pad(chunks, length, state.pad_id)
     positions = positions_after(mask, np.asarray(starts))
@@ -182,8 +193,10 @@ def _run(state: SampleState, chunks, starts, sampling, rng, group_size):
         eos,
         stops,
         cfg=state.cfg,
-        sampling=sampling,
+        sampling=sampling.token_choice(),
         pad_id=state.pad_id,
+        compaction=sampling.compaction and state.mesh is None,
+        min_batch=weights.min_batch(state.params),
         mesh=state.mesh,
         rules=rules,
     )
@@ -231,7 +244,11 @@ def sample(
         raise ValueError(f"group_size={group_size}: must be >= 1")
     if mesh is not None and rules is None:
         rules = SAMPLING_RULES
-    params = prepare_params(params, cfg, mesh=mesh, rules=rules)
+    prompts = fit_prompts(
+        prompts, sampling.max_new_tokens, cfg.max_position_embeddings, sampling.context_overflow
+    )
+    dtype = weights.resolve(sampling, len(prompts) * group_size)
+    params = prepare_params(params, cfg, weight_dtype=dtype, mesh=mesh, rules=rules)
     state = SampleState(
         cache=None,
         pending=jnp.zeros(len(prompts), jnp.int32),
@@ -272,4 +289,6 @@ def continue_(
         history=[h + list(c) for h, c in zip(state.history, new_token_chunks)],
     )
     starts = np.asarray(state.pending_position)
+    next_positions = starts + np.asarray([len(c) for c in chunks])
+    check_continuation(next_positions, sampling.max_new_tokens, state.cfg.max_position_embeddings)
     return _run(state, chunks, starts, sampling, rng, group_size=1)

@@ -1,8 +1,13 @@
-"""SamplingParams: how the next token is chosen. Frozen and hashable: a static jit argument."""
+"""SamplingParams: how the next token is chosen, and how the sampler runs. Frozen and hashable:
+a static jit argument (the run options are reset in `token_choice()` so that they never
+cause a recompile)."""
 
 from __future__ import annotations
 
 import dataclasses
+
+WEIGHT_DTYPES = ("auto", "stored", "float32", "bfloat16")
+OVERFLOW_MODES = ("error", "truncate_prompt")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -12,6 +17,18 @@ class SamplingParams:
     top_k=0 and top_p=1.0 disable those filters. `greedy` takes the argmax (ties to the lowest
     id); log-probs are still reported at `temperature`, so a greedy rollout's log-probs match a
     trainer that divides logits by the same temperature.
+
+    How the sampler runs (none of these changes which distribution a token is drawn from):
+    - weight_dtype: the dtype the weight matrices are read in while decoding. "auto" is the
+      fastest setting measured safe for the backend (today the weights as stored everywhere:
+      see weights.py); "stored" keeps the params as given; "bfloat16" halves the bytes read.
+      Activations, logits, softmax and log-probs stay f32; a trainer recomputes log-probs in
+      its own dtype (the gap is the `sampler_gap` metric).
+    - compaction: move running rows into smaller batch buckets as rows stop (compaction.py);
+      token-identical to the static batch. Off by default: on the 2-core CPU, the GRPO-like
+      workload of tools/bench_sampling.py ran at 0.66x the static batch's tokens/s with it.
+    - context_overflow: a prompt + max_new_tokens beyond the model's max_position_embeddings
+      is an "error", or "truncate_prompt" keeps the prompt's latest tokens (context.py).
     """
 
     temperature: float = 1.0
@@ -19,6 +36,9 @@ class SamplingParams:
     top_p: float = 1.0
     max_new_tokens: int = 64
     greedy: bool = False
+    weight_dtype: str = "auto"
+    compaction: bool = False
+    context_overflow: str = "error"
 
     def __post_init__(self):
         if not self.temperature > 0:
@@ -32,3 +52,32 @@ class SamplingParams:
             raise ValueError(f"SamplingParams.top_p={self.top_p}: must be in (0, 1]")
         if self.max_new_tokens < 1:
             raise ValueError(f"SamplingParams.max_new_tokens={self.max_new_tokens}: must be >= 1")
+        if self.weight_dtype not in WEIGHT_DTYPES:
+            raise ValueError(
+                f"SamplingParams.weight_dtype={self.weight_dtype!r}: choose from {WEIGHT_DTYPES}"
+            )
+        if self.context_overflow not in OVERFLOW_MODES:
+            raise ValueError(
+                f"SamplingParams.context_overflow={self.context_overflow!r}: choose from "
+                f"{OVERFLOW_MODES}"
+            )
+
+    def token_choice(self) -> SamplingParams:
+        """The same token choice with the run options at their defaults (the jit cache key)."""
+        return dataclasses.replace(
+            self, weight_dtype="auto", compaction=False, context_overflow="error"
+        )
+
+
+RUN_OPTIONS = {"weight_dtype": str, "compaction": bool, "context_overflow": str}
+
+
+def run_options(section) -> dict:
+    """The run options a config section sets (`weight_dtype`, `compaction`,
+    `context_overflow`), as SamplingParams keyword arguments; absent ones keep the defaults."""
+    out = {}
+    for name, kind in RUN_OPTIONS.items():
+        value = section.get(name)
+        if value is not None:
+            out[name] = kind(value)
+    return out

@@ -66,6 +66,23 @@ def test_sampling_params_from_config_sections():
         {"temperature": 1.0, "top_p": 0.99, "top_k": 10000, "max_tokens_per_call": 9}
     )
     assert not sampled.greedy and (sampled.top_p, sampled.top_k) == (0.99, 10000)
+    # The sampler's run options come from the same section; unset ones keep the defaults.
+    assert (sampled.weight_dtype, sampled.compaction) == ("auto", False)
+    run = sampling_params(
+        {
+            "max_tokens_per_call": 9,
+            "weight_dtype": "float32",
+            "compaction": True,
+            "context_overflow": "truncate_prompt",
+        }
+    )
+    assert (run.weight_dtype, run.compaction, run.context_overflow) == (
+        "float32",
+        True,
+        "truncate_prompt",
+    )
+    with pytest.raises(ValueError, match="weight_dtype='fp8'"):
+        sampling_params({"max_tokens_per_call": 9, "weight_dtype": "fp8"})
 
 
 def test_policy_renders_calls_groups_stops_and_keeps_logprobs(smollm2_tokenizer, tiny):

@@ -32,7 +32,12 @@ def _recomputed_logprobs(params, cfg, history, completion, temperature):
 def test_greedy_equals_full_recompute(model):
     params, cfg = model
     out = sample(
-        params, cfg, PROMPTS, SamplingParams(max_new_tokens=10, greedy=True), 0, eos_ids=[]
+        params,
+        cfg,
+        PROMPTS,
+        SamplingParams(max_new_tokens=10, greedy=True, weight_dtype="stored"),
+        0,
+        eos_ids=[],
     )
     assert out.tokens.shape == (3, 10) and out.stop_reason == ["max_tokens"] * 3
     for i, prompt in enumerate(PROMPTS):
@@ -41,7 +46,9 @@ def test_greedy_equals_full_recompute(model):
 
 def test_logprobs_equal_a_forward_pass_and_groups_equal_separate_prefills(model):
     params, cfg = model
-    sampling = SamplingParams(temperature=0.7, top_k=20, top_p=0.9, max_new_tokens=12)
+    sampling = SamplingParams(
+        temperature=0.7, top_k=20, top_p=0.9, max_new_tokens=12, weight_dtype="stored"
+    )
     grouped = sample(params, cfg, PROMPTS, sampling, jax.random.key(5), eos_ids=[], group_size=3)
     assert grouped.tokens.shape == (9, 12)
     for r in range(9):
@@ -59,7 +66,7 @@ def test_logprobs_equal_a_forward_pass_and_groups_equal_separate_prefills(model)
 
 def test_continuation_equals_fresh_prefill_of_the_concatenation(model):
     params, cfg = model
-    sampling = SamplingParams(temperature=1.0, max_new_tokens=8)
+    sampling = SamplingParams(temperature=1.0, max_new_tokens=8, weight_dtype="stored")
     first = sample(params, cfg, PROMPTS, sampling, jax.random.key(1), eos_ids=[], group_size=2)
     chunks = [[40, 41, 42], [43], [44, 45, 46, 47, 48], [49, 50], [51], [52, 53]]
     second = continue_(first.state, chunks, sampling, jax.random.key(2))
@@ -77,7 +84,12 @@ def test_continuation_equals_fresh_prefill_of_the_concatenation(model):
 def test_eos_stops_a_row_and_pads_after_it(model):
     params, cfg = model
     free = sample(
-        params, cfg, PROMPTS, SamplingParams(max_new_tokens=10, greedy=True), 0, eos_ids=[]
+        params,
+        cfg,
+        PROMPTS,
+        SamplingParams(max_new_tokens=10, greedy=True, weight_dtype="stored"),
+        0,
+        eos_ids=[],
     )
     eos = int(free.tokens[0, 3])
     first_hit = [int(np.argmax(row == eos)) if eos in row else None for row in free.tokens]
@@ -85,7 +97,7 @@ def test_eos_stops_a_row_and_pads_after_it(model):
         params,
         cfg,
         PROMPTS,
-        SamplingParams(max_new_tokens=10, greedy=True),
+        SamplingParams(max_new_tokens=10, greedy=True, weight_dtype="stored"),
         0,
         eos_ids=[eos],
         pad_id=63,
@@ -105,7 +117,7 @@ def test_eos_stops_a_row_and_pads_after_it(model):
 def test_stop_strings_cut_exactly_at_the_string_and_continue_cleanly(model):
     params, cfg = model
     tok = ToyTokenizer(cfg.vocab_size)
-    sampling = SamplingParams(temperature=1.0, max_new_tokens=16)
+    sampling = SamplingParams(temperature=1.0, max_new_tokens=16, weight_dtype="stored")
     free = sample(params, cfg, PROMPTS, sampling, jax.random.key(7), eos_ids=[])
     texts = [tok.decode(r) for r in free.completions()]
     # Row 0's stop string straddles a token boundary (only the text check can find it); row 1's
@@ -136,7 +148,7 @@ def test_stop_strings_cut_exactly_at_the_string_and_continue_cleanly(model):
     assert out.stop_reason[:2] == ["stop_string", "stop_string"]
 
     # The dropped tokens are gone from the live cache: continuing equals a fresh prefill.
-    greedy = SamplingParams(max_new_tokens=6, greedy=True)
+    greedy = SamplingParams(max_new_tokens=6, greedy=True, weight_dtype="stored")
     nxt = continue_(out.state, [[3, 4], [5], [6]], greedy, 0, stop_strings=())
     for i, h in enumerate(nxt.state.history):
         assert nxt.tokens[i].tolist() == greedy_reference(params, cfg, h[:-6], 6)
@@ -146,7 +158,7 @@ def test_sharded_sampling_equals_single_device(model):
     params, cfg = model
     mesh = make_mesh({"data": 2, "fsdp": 2, "tensor": 2})
     prompts = PROMPTS + [[3, 3, 3]]
-    sampling = SamplingParams(temperature=1.0, top_p=0.95, max_new_tokens=8)
+    sampling = SamplingParams(temperature=1.0, top_p=0.95, max_new_tokens=8, weight_dtype="stored")
     single = sample(params, cfg, prompts, sampling, jax.random.key(9), eos_ids=[], group_size=2)
     sharded = sample(
         params, cfg, prompts, sampling, jax.random.key(9), eos_ids=[], group_size=2, mesh=mesh

@@ -58,6 +58,8 @@ def sampler_policy(
     at a time (less padding per call), and answers come back in the caller's order. A prompt
     longer than `max_prompt_tokens` keeps its last tokens (the question sits at the end)."""
     from memjax.sampling.sampler import SamplingParams, prepare_params, sample
+    from memjax.sampling.sampling_params import run_options
+    from memjax.sampling.weights import WeightCopies
 
     sp = SamplingParams(
         temperature=float(sampling.get("temperature", 1.0)),
@@ -65,10 +67,11 @@ def sampler_policy(
         top_p=float(sampling.get("top_p", 1.0)),
         max_new_tokens=int(sampling["max_new_tokens"]),
         greedy=bool(sampling.get("greedy", False)),
+        **run_options(sampling),
     )
     tok = model.tokenizer
     calls = [0]
-    prepared = []  # per-layer weights on CPU, laid out once rather than per call
+    prepared = []  # per-layer weights on CPU (and a cast copy), laid out once, not per call
 
     def policy(batch: list[Messages]) -> list[str]:
         ids = [tok.chat(list(m)) for m in batch]
@@ -80,11 +83,10 @@ def sampler_policy(
             rows = order[start : start + batch_size]
             calls[0] += 1
             if not prepared:
-                prepared.append(
-                    prepare_params(params if params is not None else model.params, model.cfg)
-                )
+                weights = params if params is not None else model.params
+                prepared.append(WeightCopies(prepare_params(weights, model.cfg)))
             result = sample(
-                prepared[0],
+                prepared[0].for_call(sp, len(rows)),
                 model.cfg,
                 [ids[r] for r in rows],
                 sp,
