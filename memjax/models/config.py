@@ -13,6 +13,8 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from memjax.models.lora_config import LoraConfig
+
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2")
 
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
@@ -51,6 +53,9 @@ class DecoderConfig:
     param_dtype: str = "float32"
     compute_dtype: str = "float32"
     remat: str = "none"  # "none" | "full" | "dots" (save matmul outputs only)
+    # Low-rank adapters (memjax.models.lora): the forward applies those a parameter tree carries,
+    # at this config's scale; the base tree and its checkpoints are the same with or without.
+    lora: LoraConfig | None = None
 
     def __post_init__(self):
         if self.model_type not in SUPPORTED_MODEL_TYPES:
