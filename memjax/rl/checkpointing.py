@@ -161,7 +161,8 @@ class Checkpointer:
         return self._manager.save(
             step,
             args=ocp.args.Composite(**items),
-            metrics={k: float(v) for k, v in (metrics or {}).items()},
+            # None (not {}) for a step without metrics: the best-K policy never ranks it.
+            metrics={k: float(v) for k, v in metrics.items()} if metrics else None,
             force=force,
         )
 

@@ -23,6 +23,14 @@ class OptimizerConfig:
     max_grad_norm: float | None = 1.0
 
     def __post_init__(self):
+        if not self.learning_rate > 0:
+            raise ValueError(f"learning_rate={self.learning_rate}: must be > 0")
+        if self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps={self.warmup_steps}: must be >= 0")
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay={self.weight_decay}: must be >= 0")
+        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
+            raise ValueError(f"max_grad_norm={self.max_grad_norm}: must be > 0 (or None)")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule={self.schedule!r}; choose from {SCHEDULES}")
         if self.schedule == "cosine" and self.total_steps <= self.warmup_steps:

@@ -1,0 +1,142 @@
+"""The RL trainer's typed config: read once from a trainer section and validated with bounds.
+
+    rc = RLRunConfig.from_section(config.rl, "config.rl")
+
+The section's top level holds the loop fields (`memjax.training.schedule.LoopConfig`) and the
+fields below; `sampling`, `loss`, `advantage`, `optimizer` and `critic_optimizer` are strict
+sub-sections (an unknown field is an error that lists the valid ones). configs/toy_grpo.py lists
+every field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from memjax.errors import ConfigError
+from memjax.rl.advantages import SCALINGS
+from memjax.rl.losses import PolicyLossConfig
+from memjax.rl.optimizer import OptimizerConfig
+from memjax.sampling.sampling_params import SamplingParams
+from memjax.training.schedule import LoopConfig
+from memjax.training.sections import as_dict, pick, read_section, require
+from memjax.training.states import optimizer_from
+
+ALGOS = ("grpo", "ppo")
+OLD_LOGPROBS = ("trainer", "sampler")
+
+
+@dataclasses.dataclass(frozen=True)
+class AdvantageConfig:
+    scaling: str = "group"  # GRPO: "group" | "batch" | "none" (Dr.GRPO)
+    ddof: int = 1  # 1: unbiased group std (verl, TRL), 0: population std
+    epsilon: float = 1e-6
+    gamma: float = 1.0  # PPO's GAE
+    lam: float = 0.95
+    whiten: bool = True  # PPO: whiten advantages over the batch's trainable tokens
+
+    def __post_init__(self):
+        if self.scaling not in SCALINGS:
+            raise ValueError(f"scaling={self.scaling!r}: choose from {SCALINGS}")
+        if self.ddof not in (0, 1):
+            raise ValueError(f"ddof={self.ddof}: must be 0 or 1")
+        if not self.epsilon >= 0:
+            raise ValueError(f"epsilon={self.epsilon}: must be >= 0")
+        for name in ("gamma", "lam"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name}={getattr(self, name)}: must be in [0, 1]")
+
+
+@dataclasses.dataclass(frozen=True)
+class RLRunConfig:
+    loop: LoopConfig
+    algo: str
+    group_size: int  # G rollouts per prompt
+    prompts_per_step: int
+    seq_len: int  # tokens per training row (prompt + completions + observations)
+    epochs: int  # passes over a step's rows
+    mini_batches: int  # optimizer updates per epoch
+    micro_batches: int  # gradient-accumulation slices per update
+    vocab_chunk: int  # log-probs over the vocabulary in chunks of this many ids
+    old_logprobs: str  # "trainer" recomputes them; "sampler" takes the sampler's
+    value_clip: float | None  # PPO's critic
+    sampling: SamplingParams
+    loss: PolicyLossConfig
+    advantage: AdvantageConfig
+    optimizer: OptimizerConfig
+    critic_optimizer: OptimizerConfig | None  # PPO only
+    mesh: dict | None
+
+    @property
+    def total_updates(self) -> int:
+        return self.loop.num_steps * self.epochs * self.mini_batches
+
+    @classmethod
+    def from_section(cls, section, path: str = "config") -> RLRunConfig:
+        values = as_dict(section)
+        loop = read_section(LoopConfig, pick(values, LoopConfig.FIELDS), path).validate(path)
+        algo = values.get("algo", "grpo")
+        require(algo in ALGOS, f"{path}.algo", algo, f"choose from {ALGOS}")
+        ints = {k: _int(values, k, path, default) for k, default in _INT_FIELDS.items()}
+        for name, low in (("group_size", 1), ("prompts_per_step", 1), ("seq_len", 2)):
+            require(ints[name] >= low, f"{path}.{name}", ints[name], f"must be >= {low}")
+        for name in ("epochs", "mini_batches", "micro_batches", "vocab_chunk"):
+            require(ints[name] >= 1, f"{path}.{name}", ints[name], "must be >= 1")
+        if algo == "grpo":
+            require(
+                ints["group_size"] >= 2,
+                f"{path}.group_size",
+                ints["group_size"],
+                "GRPO needs >= 2 rollouts per prompt (with 1, every group advantage is 0)",
+            )
+        old = values.get("old_logprobs", "trainer")
+        require(old in OLD_LOGPROBS, f"{path}.old_logprobs", old, f"choose from {OLD_LOGPROBS}")
+        value_clip = values.get("value_clip", 0.2)
+        if value_clip is not None:
+            require(value_clip > 0, f"{path}.value_clip", value_clip, "must be > 0 (or None)")
+        if "sampling" not in values:
+            raise ConfigError(f"{path}.sampling: missing (at least max_new_tokens)")
+        total = loop.num_steps * ints["epochs"] * ints["mini_batches"]
+        has_critic = algo == "ppo"
+        return cls(
+            loop=loop,
+            algo=algo,
+            old_logprobs=old,
+            value_clip=value_clip,
+            sampling=read_section(SamplingParams, values["sampling"], f"{path}.sampling"),
+            loss=read_section(PolicyLossConfig, values.get("loss"), f"{path}.loss"),
+            advantage=read_section(AdvantageConfig, values.get("advantage"), f"{path}.advantage"),
+            optimizer=optimizer_from(values.get("optimizer"), f"{path}.optimizer", total),
+            critic_optimizer=optimizer_from(
+                values.get("critic_optimizer"), f"{path}.critic_optimizer", total
+            )
+            if has_critic
+            else None,
+            mesh=as_dict(values.get("mesh")) or None,
+            **ints,
+        )
+
+
+_INT_FIELDS = {
+    "group_size": None,
+    "prompts_per_step": None,
+    "seq_len": None,
+    "epochs": 1,
+    "mini_batches": 1,
+    "micro_batches": 1,
+    "vocab_chunk": 4096,
+}
+
+
+def _int(values: dict, name: str, path: str, default) -> int:
+    if name not in values or values[name] is None:
+        if default is None:
+            raise ConfigError(f"{path}.{name}: missing")
+        return default
+    v = values[name]
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    require(ok and float(v) == int(v), f"{path}.{name}", v, "expected an integer")
+    return int(v)
+
+
+__all__ = ["RLRunConfig", "AdvantageConfig", "ALGOS"]

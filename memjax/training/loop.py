@@ -1,0 +1,106 @@
+"""The step loop SFT and RL share: resume, step, log, evaluate, plot, save.
+
+    result = run_loop(task, loop_config, workdir)
+
+A *task* says what one step is; the loop owns everything around it. SFT and RL differ only in
+their task: where a step's batches come from and which loss its updates run.
+
+    class Task(Protocol):
+        label: str           # the progress bar's name ("grpo", "ppo", "sft")
+        record_prefix: str   # TensorBoard prefix of the step records ("rollout", "data")
+        curve: str           # the history key plotted ("reward", "loss")
+        eval_key: str        # the eval record's key ("reward", "nll")
+        best_mode: str       # "max" or "min": how the best checkpoints rank by eval_key
+        has_eval: bool
+        states: dict         # name -> TrainState; the loop checkpoints and restores them
+        data_iterator        # a grain iterator whose position is checkpointed
+        source               # environment-like checkpoint state, or None
+        def step(self, step, key) -> (record, train_metrics)   # step counts from 0
+        def evaluate(self, step, key) -> float                  # step counts from 1
+        def postfix(self, record, train_metrics) -> dict[str, str]
+
+Everything random derives from (seed, step), and a checkpoint holds the states, the RNG, the
+data position, the history and the source's state, so a run killed at any point and restarted
+in the same workdir ends with the same parameters as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from memjax import distributed
+from memjax.training.reporting import RunReport
+from memjax.training.run_checkpoints import RunCheckpoints, RunState
+from memjax.training.schedule import CheckpointPolicy, LoopConfig
+
+EVAL_KEY_SALT = 2**31 - 1  # evaluation draws from its own stream, never a training step's
+
+
+def run_loop(task, loop: LoopConfig, workdir: str | Path, *, progress: bool = True) -> dict:
+    """Runs (or resumes) `task` for `loop.num_steps`; returns the history, evals and states."""
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    policy = CheckpointPolicy(loop, task.has_eval)
+    checkpoints = RunCheckpoints(workdir, policy, best_mode=task.best_mode)
+    states, run = checkpoints.resume(
+        task.states, jax.random.key(loop.seed), task.data_iterator, task.source
+    )
+    task.states = states
+    report = RunReport(
+        workdir,
+        label=task.label,
+        curve=task.curve,
+        eval_key=task.eval_key,
+        curve_file=getattr(task, "curve_file", "reward_curve.png"),
+        total_steps=loop.num_steps,
+        start_step=run.step,
+        primary=distributed.is_primary(),
+        progress=progress,
+    )
+    t_start = time.perf_counter()
+    try:
+        for step in range(run.step, loop.num_steps):
+            if loop.stop_after is not None and step >= loop.stop_after:
+                return {"interrupted_at": step, "history": run.history}
+            _one_step(task, step, run, policy, checkpoints, report)
+    finally:
+        report.close()
+        checkpoints.close()
+    return _result(task, run, time.perf_counter() - t_start)
+
+
+def _one_step(task, step: int, run: RunState, policy, checkpoints, report) -> None:
+    record, metrics = task.step(step, jax.random.fold_in(run.base_key, step))
+    done = step + 1
+    run.step = done
+    run.history.append({"step": done, **record})
+    report.scalars(done, record, task.record_prefix)
+    report.scalars(done, metrics, "train")
+    value = None
+    if policy.evaluates(done):
+        value = task.evaluate(done, jax.random.fold_in(run.base_key, EVAL_KEY_SALT))
+        run.evals.append({"step": done, task.eval_key: value})
+        report.scalars(done, {task.eval_key: value}, "eval")
+    if policy.plots(done):
+        report.plot(run.history, run.evals)
+    if policy.saves(done):
+        checkpoints.save(run, task.states, task.data_iterator, task.source, metric=value)
+    report.advance(**task.postfix(record, metrics))
+
+
+def _result(task, run: RunState, wall_s: float) -> dict[str, Any]:
+    return {
+        "history": run.history,
+        "evals": run.evals,
+        "states": task.states,
+        "params": task.states["policy"].params,
+        "wall_s": wall_s,
+        "start_step": run.start_step,
+    }
+
+
+__all__ = ["run_loop", "EVAL_KEY_SALT"]

@@ -1,0 +1,94 @@
+"""What a run shows while it trains: TensorBoard scalars, the curve PNG and the progress bar.
+
+Only process 0 reports (`RunReport(..., primary=False)` does nothing), so a multi-host run writes
+one set of event files and one plot.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class RunReport:
+    """TensorBoard events in workdir/tb, workdir/<curve_file> and a tqdm bar with ETA."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        label: str,
+        curve: str,
+        eval_key: str,
+        curve_file: str = "reward_curve.png",
+        total_steps: int,
+        start_step: int,
+        primary: bool = True,
+        progress: bool = True,
+    ):
+        self.workdir = Path(workdir)
+        self.curve = curve  # the history key plotted ("reward", "loss")
+        self.eval_key = eval_key  # the eval record's key plotted as points
+        self.curve_file = curve_file
+        self.primary = primary
+        self.writer = None
+        self.bar = None
+        if not primary:
+            return
+        from tensorboardX import SummaryWriter
+
+        self.writer = SummaryWriter(str(self.workdir / "tb"))
+        if progress:
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=total_steps, initial=start_step, desc=label, unit="step", dynamic_ncols=True
+            )
+
+    def scalars(self, step: int, metrics: dict[str, float], prefix: str) -> None:
+        if self.writer is None:
+            return
+        for k, v in metrics.items():
+            self.writer.add_scalar(f"{prefix}/{k}", float(v), step)
+        self.writer.flush()
+
+    def advance(self, **postfix: str) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix(**postfix)
+            self.bar.update(1)
+
+    def plot(self, history: list[dict], evals: list[dict]) -> None:
+        """The train curve and the eval points, written atomically (a viewer never sees half a
+        file)."""
+        if not self.primary:
+            return
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 4))
+        points = [h for h in history if self.curve in h]
+        ax.plot([h["step"] for h in points], [h[self.curve] for h in points], label="train")
+        if evals:
+            ax.plot(
+                [e["step"] for e in evals], [e[self.eval_key] for e in evals], "o-", label="eval"
+            )
+        ax.set_xlabel("step")
+        ax.set_ylabel(f"mean {self.curve}")
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        final = self.workdir / self.curve_file
+        tmp = final.with_suffix(".tmp.png")
+        fig.savefig(tmp, dpi=80)
+        plt.close(fig)
+        tmp.replace(final)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        if self.writer is not None:
+            self.writer.close()
+
+
+__all__ = ["RunReport"]

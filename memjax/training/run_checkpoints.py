@@ -1,0 +1,94 @@
+"""Checkpoint and resume for a training run: train states, RNG, data position, history, and the
+state of whatever the batches come from (an RL environment's memory banks, an SFT row stream).
+
+    checkpoints = RunCheckpoints(workdir, policy, best_mode="max")
+    run = checkpoints.resume(states, base_key, data_iterator, source)   # a fresh RunState if none
+    ...
+    checkpoints.save(run, states, data_iterator, source, metric=0.7)
+
+`source` is anything with the environment's checkpoint protocol (`checkpoint_state()`,
+`restore_state(d)`, `has_dir_state`, `save_dir(path)`, `load_dir(path)`), or None.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from memjax.rl.checkpointing import Checkpointer
+from memjax.training.schedule import CheckpointPolicy
+
+BEST_METRIC = "eval_metric"  # the checkpoint metric key the best-K policy ranks by
+
+
+@dataclasses.dataclass
+class RunState:
+    """Everything besides arrays that a resumed run must continue from."""
+
+    step: int  # steps completed
+    base_key: jax.Array  # every random choice derives from (base_key, step)
+    history: list[dict]  # one record per step
+    evals: list[dict]  # one record per evaluation
+    start_step: int  # where this process started (0, or the step it resumed from)
+
+
+class RunCheckpoints:
+    def __init__(self, workdir: Path, policy: CheckpointPolicy, *, best_mode: str = "max"):
+        self.checkpointer = Checkpointer(
+            Path(workdir) / "checkpoints",
+            keep_last=policy.keep_last,
+            keep_best=policy.keep_best,
+            best_metric=BEST_METRIC if policy.keep_best else None,
+            best_mode=best_mode,
+        )
+
+    def resume(self, states: dict, base_key, data_iterator, source) -> tuple[dict, RunState]:
+        """(states, RunState) from the newest checkpoint; the fresh ones when there is none.
+        `states` (the fresh ones) give the shapes and shardings to restore onto; the data
+        iterator is restored in place."""
+        fresh = RunState(0, base_key, [], [], 0)
+        if self.checkpointer.latest_step() is None:
+            return states, fresh
+        tree = {**states, "rng": jax.random.key_data(base_key)}
+        abstract = jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), tree
+        )
+        dirs = {"env": source.load_dir} if _has_dirs(source) else None
+        out = self.checkpointer.restore(
+            abstract, data_iterator=data_iterator, with_extra=True, dirs=dirs
+        )
+        restored, extra = out["state"], out["extra"]
+        if source is not None and extra.get("env") is not None:
+            source.restore_state(extra["env"])
+        run = RunState(
+            step=out["step"],
+            base_key=jax.random.wrap_key_data(restored["rng"]),
+            history=list(extra["history"]),
+            evals=list(extra["evals"]),
+            start_step=out["step"],
+        )
+        return {k: restored[k] for k in states}, run
+
+    def save(self, run: RunState, states: dict, data_iterator, source, metric=None) -> None:
+        """Saves step `run.step`; `metric` (the step's eval result, if it had one) ranks it."""
+        tree = {**states, "rng": jax.random.key_data(run.base_key)}
+        extra: dict[str, Any] = {"history": run.history, "evals": run.evals}
+        extra["env"] = source.checkpoint_state() if source is not None else None
+        dirs = {"env": source.save_dir} if _has_dirs(source) else None
+        metrics = {BEST_METRIC: metric} if metric is not None else None
+        self.checkpointer.save(
+            run.step, tree, data_iterator=data_iterator, extra=extra, dirs=dirs, metrics=metrics
+        )
+
+    def close(self) -> None:
+        self.checkpointer.close()
+
+
+def _has_dirs(source) -> bool:
+    return source is not None and bool(getattr(source, "has_dir_state", False))
+
+
+__all__ = ["RunCheckpoints", "RunState", "BEST_METRIC"]
