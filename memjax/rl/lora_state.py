@@ -15,12 +15,18 @@ head, {"lora": ..., "head": [D], "bias": []}, over a frozen backbone that is the
 
 from __future__ import annotations
 
-import jax
+import dataclasses
+import functools
+import math
 
+import jax
+import jax.numpy as jnp
+
+from memjax.errors import CheckpointError
 from memjax.models.config import DecoderConfig
 from memjax.models.decoder import decoder_abstract
-from memjax.models.lora import lora_abstract, with_adapters
-from memjax.models.params import init_params
+from memjax.models.lora import jit_merge_adapters, lora_abstract, with_adapters
+from memjax.models.params import flatten_with_names, init_params
 from memjax.parallel import TRAIN_RULES, param_shardings
 from memjax.rl.critic import critic_abstract
 
@@ -77,7 +83,75 @@ def critic_step_kwargs(cfg: DecoderConfig, mesh=None, rules=TRAIN_RULES) -> dict
     return {"compose": compose_critic, "frozen_shardings": frozen_sh}
 
 
+# ------------------------------------------------------------------------------ a run's frozen base
+
+
+@jax.jit
+def _leaf_sums(tree):
+    return jax.tree.map(lambda x: jnp.sum(x.astype(jnp.float32)), tree)
+
+
+class FrozenBase:
+    """A LoRA run's frozen base: placed once on the mesh (train layout), shared by the policy
+    (adapters on), the KL reference (adapters off) and the critic's backbone, and described by
+    a pointer that the run's checkpoints carry instead of the weights."""
+
+    def __init__(
+        self, params, cfg: DecoderConfig, *, source: str = "", mesh=None, rules=TRAIN_RULES
+    ):
+        self.cfg = cfg
+        self.policy_kwargs = policy_step_kwargs(cfg, mesh, rules)
+        self.critic_kwargs = critic_step_kwargs(cfg, mesh, rules)
+        shardings = self.policy_kwargs["frozen_shardings"]
+        self.params = jax.device_put(params, shardings) if shardings is not None else params
+        self.pointer = base_pointer(self.params, cfg, source)
+
+    def bind(self, step, frozen=None):
+        """A LoRA train step called as `step(state, batch)`, the frozen tree bound."""
+        return functools.partial(step, frozen=self.params if frozen is None else frozen)
+
+    def policy(self, adapters) -> dict:
+        """The tree log-probs run on: the base with the adapters on (nothing copied)."""
+        return with_adapters(self.params, adapters)
+
+    def merged(self, adapters) -> dict:
+        """The sampler's copy: W + s A B on the targets (the base's own arrays elsewhere)."""
+        return jit_merge_adapters(self.params, adapters, self.cfg)
+
+
+def base_pointer(params, cfg: DecoderConfig, source: str = "") -> dict:
+    """What a LoRA checkpoint records of its base: where it came from, the adapters' settings,
+    and per-leaf sums of the weights (a fingerprint, so a resume onto another base fails)."""
+    sums = {k: float(v) for k, v in flatten_with_names(_leaf_sums(params)).items()}
+    lora = {**dataclasses.asdict(cfg.lora), "targets": list(cfg.lora.targets)}  # as JSON reads
+    return {"source": source, "lora": lora, "weight_sums": sums}
+
+
+def check_base_pointer(saved: dict, current: dict, where: str) -> None:
+    """A CheckpointError naming what differs between a checkpoint's base and this run's."""
+    if saved.get("lora") != current["lora"]:
+        raise CheckpointError(
+            f"{where}: the checkpoint's adapters are {saved.get('lora')}, this run's are "
+            f"{current['lora']}"
+        )
+    got, want = saved.get("weight_sums", {}), current["weight_sums"]
+    differ = [
+        k
+        for k in want
+        if k not in got or not math.isclose(got[k], want[k], rel_tol=1e-4, abs_tol=1e-3)
+    ]
+    if differ or set(got) != set(want):
+        raise CheckpointError(
+            f"{where}: the checkpoint was trained on another base model "
+            f"({saved.get('source') or 'unnamed'}; weights differ at {differ[:3] or 'the tree'}); "
+            f"this run's base is {current['source'] or 'unnamed'}"
+        )
+
+
 __all__ = [
+    "FrozenBase",
+    "base_pointer",
+    "check_base_pointer",
     "compose_policy",
     "compose_critic",
     "critic_trainable_abstract",

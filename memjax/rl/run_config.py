@@ -14,6 +14,7 @@ import dataclasses
 import math
 
 from memjax.errors import ConfigError
+from memjax.models.lora_config import LoraConfig, lora_config_from
 from memjax.rl.advantages import SCALINGS
 from memjax.rl.losses import PolicyLossConfig
 from memjax.rl.optimizer import OptimizerConfig
@@ -66,6 +67,7 @@ class RLRunConfig:
     optimizer: OptimizerConfig
     critic_optimizer: OptimizerConfig | None  # PPO only
     mesh: dict | None
+    lora: LoraConfig | None = None  # `lora.rank` > 0: train adapters over a frozen base
 
     @property
     def total_updates(self) -> int:
@@ -113,6 +115,7 @@ class RLRunConfig:
             if has_critic
             else None,
             mesh=as_dict(values.get("mesh")) or None,
+            lora=_lora(values.get("lora"), path),
             **ints,
         )
 
@@ -126,6 +129,19 @@ _INT_FIELDS = {
     "micro_batches": 1,
     "vocab_chunk": 4096,
 }
+
+
+def _lora(section, path: str) -> LoraConfig | None:
+    values = as_dict(section)
+    unknown = sorted(set(values) - {"rank", "alpha", "targets", "dtype"})
+    if unknown:
+        raise ConfigError(
+            f"{path}.lora.{unknown[0]}: no such field; valid: alpha, dtype, rank, targets"
+        )
+    try:
+        return lora_config_from(values or None)
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"{path}.{e}") from None
 
 
 def _int(values: dict, name: str, path: str, default) -> int:

@@ -18,6 +18,8 @@ their task: where a step's batches come from and which loss its updates run.
         def step(self, step, key) -> (record, train_metrics)   # step counts from 0
         def evaluate(self, step, key) -> float                  # step counts from 1
         def postfix(self, record, train_metrics) -> dict[str, str]
+        checkpoint_info: dict | None              # optional: saved with each checkpoint, and
+        def check_resumed(self, saved_info)       # optional: checked against it on resume
 
 Everything random derives from (seed, step), and a checkpoint holds the states, the RNG, the
 data position, the history and the source's state, so a run killed at any point and restarted
@@ -50,6 +52,8 @@ def run_loop(task, loop: LoopConfig, workdir: str | Path, *, progress: bool = Tr
         task.states, jax.random.key(loop.seed), task.data_iterator, task.source
     )
     task.states = states
+    if run.start_step and hasattr(task, "check_resumed"):
+        task.check_resumed(run.task_info)
     report = RunReport(
         workdir,
         label=task.label,
@@ -88,7 +92,10 @@ def _one_step(task, step: int, run: RunState, policy, checkpoints, report) -> No
     if policy.plots(done):
         report.plot(run.history, run.evals)
     if policy.saves(done):
-        checkpoints.save(run, task.states, task.data_iterator, task.source, metric=value)
+        info = getattr(task, "checkpoint_info", None)
+        checkpoints.save(
+            run, task.states, task.data_iterator, task.source, metric=value, task_info=info
+        )
     report.advance(**task.postfix(record, metrics))
 
 

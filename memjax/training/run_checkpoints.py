@@ -33,6 +33,7 @@ class RunState:
     history: list[dict]  # one record per step
     evals: list[dict]  # one record per evaluation
     start_step: int  # where this process started (0, or the step it resumed from)
+    task_info: dict | None = None  # the task's `checkpoint_info` as the checkpoint recorded it
 
 
 class RunCheckpoints:
@@ -69,13 +70,19 @@ class RunCheckpoints:
             history=list(extra["history"]),
             evals=list(extra["evals"]),
             start_step=out["step"],
+            task_info=extra.get("task"),
         )
         return {k: restored[k] for k in states}, run
 
-    def save(self, run: RunState, states: dict, data_iterator, source, metric=None) -> None:
-        """Saves step `run.step`; `metric` (the step's eval result, if it had one) ranks it."""
+    def save(
+        self, run: RunState, states: dict, data_iterator, source, metric=None, task_info=None
+    ) -> None:
+        """Saves step `run.step`; `metric` (the step's eval result, if it had one) ranks it;
+        `task_info` (JSON-able: what the states were trained on) is kept beside them."""
         tree = {**states, "rng": jax.random.key_data(run.base_key)}
         extra: dict[str, Any] = {"history": run.history, "evals": run.evals}
+        if task_info is not None:
+            extra["task"] = task_info
         extra["env"] = source.checkpoint_state() if source is not None else None
         dirs = {"env": source.save_dir} if _has_dirs(source) else None
         metrics = {BEST_METRIC: metric} if metric is not None else None
