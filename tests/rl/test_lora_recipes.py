@@ -41,7 +41,7 @@ def _checkpoint(workdir: Path) -> tuple[int, dict, dict]:
     step_dir = workdir / "checkpoints" / str(steps[-1])
     with ocp.StandardCheckpointer() as ckpt:
         state = ckpt.restore(step_dir / "state")
-    extra = json.loads(next((step_dir / "extra").glob("*")).read_text())
+    extra = json.loads((step_dir / "extra" / "metadata").read_text())
     return steps[-1], state, extra
 
 
