@@ -6,7 +6,8 @@ retrieving from the sample's own paragraphs (a closed corpus) with the packaged 
     python -m memjax.launch --config=configs/memsearcher_cpu.py --workdir=/tmp/ms_cpu_eval \
         --config.job=memsearcher.eval --config.data.max_examples=100
 
-The data path points at the shared sample (`../shared/data`, relative to the working directory
+Training and evaluation questions are disjoint parts of the sample (400 / 100, cut by question
+id); the retrieval corpus pools the paragraphs of all 500. The data path points at the shared sample (`../shared/data`, relative to the working directory
 or else to the repository root); users pass their own copy with --config.data.train.hotpotqa=PATH.
 The first run writes the pooled-paragraph corpus and its MiniLM index to /tmp; later runs reuse
 them. Batch, turns and lengths are cut to CPU size; G and the RL coefficients stay the paper's.
@@ -26,6 +27,8 @@ def get_config() -> ConfigDict:
     config.mesh = ConfigDict({"data": 1, "fsdp": 1, "tensor": 1})
 
     config.data.format = "hotpotqa_hf"
+    # One file for both: its 500 questions are cut by id into 400 train and 100 eval
+    # questions (data.shared_file_eval_fraction, data.split_seed), never the same question.
     config.data.train = ConfigDict({"hotpotqa": HOTPOT_SAMPLE})
     config.data.eval = ConfigDict({"hotpotqa": HOTPOT_SAMPLE})
     config.data.max_examples = 64
@@ -60,7 +63,8 @@ def get_config() -> ConfigDict:
 
     config.optimizer.learning_rate = 1e-6
     config.train.batch_size = 1  # questions per step (x G rollouts, x contexts = rows)
-    config.train.mini_batch_size = 1
+    config.train.mini_batch_size = 1  # G = 5 rows per update, ~2-3 updates per step
+    config.train.mini_batch_shards = 1
     config.train.micro_batches = 2
     config.train.num_steps = 4
     config.train.save_every_steps = 2

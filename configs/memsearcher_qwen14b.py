@@ -16,6 +16,7 @@ from memjax.recipes.scale import add_scale_sections
 
 def get_config() -> ConfigDict:
     config = paper_config(model_source="/models/Qwen2.5-14B-Instruct")
+    config.train.mini_batch_shards = 16  # the paper's 2 x 8 GPUs, each cutting its own slice
     # The micro-batch per device and the decode wave are not in the paper (verl sizes them with
     # vLLM): memjax's choices for contexts of 695 + 6024 tokens.
     return add_scale_sections(

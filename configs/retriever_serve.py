@@ -16,8 +16,10 @@ def get_config() -> ConfigDict:
     config.topk = 3  # Search-R1's default for /retrieve
     config.top_n = 10  # MemSearcher's server default for /search and /batch_search
     config.max_k = 1000
-    config.max_batch = 1024
+    # Any batch is answered (Search-R1 sends 2,560 queries at once), this many at a time.
+    config.query_chunk = 256
     config.max_body_bytes = 1 << 20
+    config.read_timeout = 30.0  # seconds a client may take to send its body
     # Empty source: the encoder recorded in the index's meta.json.
     config.encoder = ConfigDict({"source": "", "layout": "", "batch_size": 64})
     return config

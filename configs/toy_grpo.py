@@ -4,6 +4,7 @@ python -m memjax.launch --config=configs/toy_grpo.py --workdir=/tmp/toy_grpo
 """
 
 from ml_collections import ConfigDict
+from ml_collections.config_dict import placeholder
 
 
 def get_config() -> ConfigDict:
@@ -56,5 +57,5 @@ def get_config() -> ConfigDict:
     c.mesh = None
     # LoRA: --config.lora.rank=8 trains adapters on the frozen random base instead of every weight.
     c.lora = ConfigDict(dict(rank=0, alpha=16.0, targets="q,k,v,o,gate,up,down", dtype="float32"))
-    c.stop_after = None
+    c.stop_after = placeholder(int)  # None; `--config.stop_after=N` simulates a crash at step N
     return c

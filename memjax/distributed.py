@@ -28,14 +28,16 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from memjax.errors import ConfigError
+
 ENV_COORDINATOR = "JAX_COORDINATOR_ADDRESS"
 ENV_NUM_PROCESSES = "JAX_NUM_PROCESSES"
 ENV_PROCESS_ID = "JAX_PROCESS_ID"
 ENV_SWITCH = "MEMJAX_DISTRIBUTED"  # "auto": let JAX detect the cluster; "off": never initialise
 
 
-class DistributedConfigError(ValueError):
-    pass
+class DistributedConfigError(ConfigError):
+    """A launcher environment or config.distributed value that cannot start the runtime."""
 
 
 @dataclasses.dataclass(frozen=True)

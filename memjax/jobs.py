@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from memjax.errors import ConfigError
+
 JOBS: dict[str, str] = {
     "model.generate": "memjax.sampling.demo:generate_job",
     "rl.train": "memjax.rl.toy:train_job",
@@ -22,15 +24,19 @@ JOBS: dict[str, str] = {
     "memory_r1.demo": "memjax.agents.memory_r1.demo:demo_job",
     "memsearcher.train": "memjax.agents.memsearcher.train_job:train_job",
     "memsearcher.eval": "memjax.agents.memsearcher.eval_job:eval_job",
+    "sft.make_data": "memjax.sft.teachers.job:make_data_job",
+    "sft.train": "memjax.sft.job:train_job",
 }
 
 
-class UnknownJobError(ValueError):
-    pass
+class UnknownJobError(ConfigError):
+    """config.job names no registered job."""
 
 
 def resolve(name: str) -> Callable:
     if name not in JOBS:
-        raise UnknownJobError(f"unknown job {name!r}; valid jobs: {', '.join(sorted(JOBS))}")
+        raise UnknownJobError(
+            f"config.job={name!r}: unknown job; valid jobs: {', '.join(sorted(JOBS))}"
+        )
     module, fn = JOBS[name].split(":")
     return getattr(importlib.import_module(module), fn)

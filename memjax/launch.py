@@ -9,22 +9,37 @@ locked, so a misspelt field is an error rather than a silent new field.
 
 Under a multi-process launcher (Slurm, a TPU pod, launch/*.sh) the launcher first starts JAX's
 distributed runtime (`memjax.distributed`); on one host it starts nothing.
+
+What a user reads is the job's own output. An error the user can fix (a `memjax.errors.UserError`:
+a config field, a data file, a checkpoint or model path) is one line,
+`memjax.launch: error: <file or field>: <what is wrong>`, exit status 2; `--debug` (or
+MEMJAX_DEBUG=1) shows its traceback. Any other exception is a programming error and keeps its
+traceback. The libraries' INFO logging (orbax, grain, jax) is dropped at the default verbosity;
+`-v 1` (absl's `--verbosity`) or `--debug` brings it back.
 """
 
 from __future__ import annotations
 
+import os
 import runpy
 import sys
 
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from memjax import distributed, jobs
+from memjax import distributed, job_checks, jobs
+from memjax.errors import UserError
+from memjax.log_filter import LibraryFilter
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Path to a config file (configs/NAME.py).", lock_config=True
 )
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for checkpoints, logs and reports.")
+_DEBUG = flags.DEFINE_bool(
+    "debug",
+    False,
+    "Tracebacks for user errors and the libraries' INFO logs (also MEMJAX_DEBUG=1).",
+)
 
 
 def _fail(message: str) -> None:
@@ -32,21 +47,37 @@ def _fail(message: str) -> None:
     sys.exit(2)
 
 
+def _debug() -> bool:
+    return _DEBUG.value or os.environ.get("MEMJAX_DEBUG", "") not in ("", "0")
+
+
+def _quiet_libraries() -> None:
+    """Below `-v 1` the libraries' records under WARNING are dropped (memjax's all pass)."""
+    if _debug() or flags.FLAGS.verbosity >= 1:
+        return
+    logging.get_absl_handler().addFilter(LibraryFilter())
+
+
 def main(argv) -> None:
+    _quiet_libraries()
+    try:
+        _launch(argv)
+    except UserError as e:
+        if _debug():
+            raise
+        _fail(str(e).replace("\n", " "))
+
+
+def _launch(argv) -> None:
     if len(argv) > 1:
         _fail(f"unexpected arguments {argv[1:]}; pass options as --config.x.y=value")
     config = _CONFIG.value
     if config is None:
         _fail("--config=configs/NAME.py is required")
     job_name = config.get("job")
-    try:
-        job = jobs.resolve(job_name)
-    except jobs.UnknownJobError as e:
-        _fail(str(e))
-    try:
-        plan = distributed.maybe_initialize(config)
-    except distributed.DistributedConfigError as e:
-        _fail(str(e))
+    job = jobs.resolve(job_name)  # UnknownJobError is a UserError
+    job_checks.check_job_config(job_name, config)  # bad values fail before anything loads
+    plan = distributed.maybe_initialize(config)  # DistributedConfigError is a UserError
     if plan is not None:
         # Every process runs the job; only process 0 speaks at INFO (metrics, progress).
         if not distributed.is_primary():

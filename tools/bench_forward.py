@@ -1,9 +1,11 @@
 """Forward throughput of memjax vs `transformers` on the packaged SmolLM2, in one run.
 
-    python tools/bench_forward.py [--batch 8] [--seq 512] [--repeats 3]
+    python tools/bench_forward.py [--batch 8] [--seq 512] [--pairs 5]
 
-Both run in f32 on the same CPU threads and the same token batch. Prints load time, compile time
-and tokens/s for each, and the ratio; the last line is one JSON object.
+Both run in f32 on the same CPU threads and the same token batch. After a warm-up call each, the
+two forwards alternate (memjax, transformers, memjax, ...) and the ratio is the median of the
+per-pair ratios (tools/_pairs.py) with its spread and the load average before and after. Prints
+load time, compile time and tokens/s for each; the last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -16,22 +18,14 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-
-def _best_of(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+from _pairs import alternate, format_summary, load_average
 
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=512)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=5, help="memjax/transformers call pairs")
     args = parser.parse_args(argv)
 
     import torch
@@ -42,6 +36,7 @@ def main(argv=None) -> dict:
 
     threads = os.cpu_count() or 1
     torch.set_num_threads(threads)
+    load_before = load_average()
     path = packaged.smollm2_gguf()
 
     t0 = time.perf_counter()
@@ -66,7 +61,6 @@ def main(argv=None) -> dict:
     t0 = time.perf_counter()
     run()
     memjax_compile_s = time.perf_counter() - t0
-    memjax_s = _best_of(run, args.repeats)
 
     torch_ids = torch.tensor(tokens, dtype=torch.long)
 
@@ -75,7 +69,9 @@ def main(argv=None) -> dict:
             reference(torch_ids).logits.float()
 
     run_torch()  # warm-up
-    torch_s = _best_of(run_torch, args.repeats)
+    times = alternate(run, run_torch, args.pairs)
+    paired = times.summary()
+    memjax_s, torch_s = paired["memjax_median_s"], paired["peer_median_s"]
 
     result = {
         "batch": args.batch,
@@ -86,14 +82,17 @@ def main(argv=None) -> dict:
         "memjax_compile_s": round(memjax_compile_s, 2),
         "memjax_tok_s": round(n_tokens / memjax_s, 1),
         "hf_tok_s": round(n_tokens / torch_s, 1),
-        "ratio": round(torch_s / memjax_s, 3),
+        **paired,
+        "load_before": load_before,
+        "load_after": load_average(),
     }
     print(f"packaged SmolLM2-135M load: memjax {memjax_load_s:.1f}s, transformers {hf_load_s:.1f}s")
     print(f"memjax compile {memjax_compile_s:.1f}s")
     print(
         f"forward {args.batch}x{args.seq}: memjax {result['memjax_tok_s']:.0f} tok/s, "
-        f"transformers {result['hf_tok_s']:.0f} tok/s, ratio {result['ratio']:.2f}"
+        f"transformers {result['hf_tok_s']:.0f} tok/s"
     )
+    print(f"{format_summary(paired)}; load average {load_before} -> {result['load_after']}")
     print(json.dumps(result))
     return result
 

@@ -11,7 +11,9 @@ reaches 0.95 (or the most accurate if none does). Both sides use every core (BLA
 exact, ScaNN's thread pool).
 
 The encoder part embeds the same sentences with memjax's JAX encoder (packaged MiniLM) and with
-transformers' BertModel + mean pooling in torch, and prints sentences/s for both.
+transformers' BertModel + mean pooling in torch, alternating the two (memjax, torch, memjax, ...),
+and prints sentences/s for both and the median of the per-pair ratios with its spread and the
+load average before and after (tools/_pairs.py).
 
 The last line is one JSON object with every figure; `clustered_recall_at_10` and
 `clustered_speedup` (ScaNN queries/s over exact queries/s at batch 100) are top level.
@@ -29,6 +31,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _pairs import alternate, load_average  # noqa: E402
 
 from memjax.memory.index import ExactIndex, ScannIndex, ScannParams  # noqa: E402
 
@@ -144,7 +148,7 @@ def bench_set(name, db, queries, params, sweep, batch1) -> dict:
     }
 
 
-def bench_encoder(n_sentences: int, batch_size: int) -> dict:
+def bench_encoder(n_sentences: int, batch_size: int, pairs: int) -> dict:
     import torch
     import transformers
 
@@ -185,10 +189,7 @@ def bench_encoder(n_sentences: int, batch_size: int) -> dict:
     ]
     sentences = [" ".join(rng.choice(words, int(rng.integers(4, 48)))) for _ in range(n_sentences)]
     embedder = Embedder.load("packaged:minilm", batch_size=batch_size)
-    embedder.encode(sentences)  # compile every bucket once
-    t0 = time.perf_counter()
-    ours = embedder.encode(sentences)
-    jax_sps = n_sentences / (time.perf_counter() - t0)
+    ours = embedder.encode(sentences)  # compiles every bucket once
 
     path = str(minilm_dir())
     tok = transformers.AutoTokenizer.from_pretrained(path)
@@ -210,16 +211,17 @@ def bench_encoder(n_sentences: int, batch_size: int) -> dict:
                 out.append(torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1))
         return torch.cat(out).numpy()
 
-    torch_encode()  # warm up
-    t0 = time.perf_counter()
-    ref = torch_encode()
-    torch_sps = n_sentences / (time.perf_counter() - t0)
+    ref = torch_encode()  # warm up
+    load_before = load_average()
+    paired = alternate(lambda: embedder.encode(sentences), torch_encode, pairs).summary()
     return {
         "sentences": n_sentences,
         "batch_size": batch_size,
-        "memjax_sentences_per_s": jax_sps,
-        "torch_sentences_per_s": torch_sps,
-        "ratio": jax_sps / torch_sps,
+        "memjax_sentences_per_s": n_sentences / paired["memjax_median_s"],
+        "torch_sentences_per_s": n_sentences / paired["peer_median_s"],
+        **paired,
+        "load_before": load_before,
+        "load_after": load_average(),
         "torch_threads": torch.get_num_threads(),
         "min_cosine_vs_torch": float(np.min(np.sum(ours * ref, axis=1))),
     }
@@ -234,6 +236,7 @@ def main() -> None:
     parser.add_argument("--noise", type=float, default=1.0, help="offset norm from a centre")
     parser.add_argument("--batch1", type=int, default=50, help="queries timed one at a time")
     parser.add_argument("--sentences", type=int, default=512)
+    parser.add_argument("--pairs", type=int, default=5, help="memjax/torch encoder call pairs")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     report: dict = {"dim": DIM, "k": K, "queries": args.queries, "cpus": os.cpu_count()}
@@ -260,7 +263,7 @@ def main() -> None:
     del db
 
     print("[encoder] memjax (JAX) vs transformers (torch), packaged MiniLM", flush=True)
-    report["encoder"] = bench_encoder(args.sentences, 64)
+    report["encoder"] = bench_encoder(args.sentences, 64, args.pairs)
     report["clustered_recall_at_10"] = report["clustered"]["recall_at_10"]
     report["clustered_speedup"] = report["clustered"]["speedup_batch100"]
     report["uniform_recall_at_10"] = report["uniform"]["recall_at_10"]

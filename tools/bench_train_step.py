@@ -1,14 +1,18 @@
 """One GRPO update on the packaged SmolLM2-135M: memjax vs. an equivalent PyTorch step.
 
-    .venv/bin/python tools/bench_train_step.py [--batch 8] [--seq 512] [--steps 2]
+    .venv/bin/python tools/bench_train_step.py [--batch 8] [--seq 512] [--pairs 5]
 
 Both sides do the same work on the same shapes in f32: a forward pass over [B, T] tokens, per-token
 log-probs of the tokens, the clipped GRPO surrogate (token-mean), backward, clip-by-global-norm and
 AdamW. memjax uses its real train step (`memjax.rl.train_step.policy_train_step`, chunked
 log-probs); PyTorch uses `transformers`' LlamaForCausalLM built from the same config. The CPU's
 matmul peak is measured in the same run (the best of JAX and PyTorch on a large f32 GEMM), and the
-achieved FLOP/s uses the model FLOPs (6 x matmul params x tokens + attention). The last line is
-one JSON object.
+achieved FLOP/s uses the model FLOPs (6 x matmul params x tokens + attention).
+
+After one warm-up step each, the two steps alternate (memjax, PyTorch, memjax, PyTorch, ...) and
+the ratio is the median of the per-pair ratios (tools/_pairs.py), with its min/max and quartiles
+and the load average before and after, so a job that shares the machine for part of the run
+cannot flip it. The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from _pairs import alternate, format_summary, load_average
 
 
 def model_flops(cfg, batch: int, seq: int) -> float:
@@ -55,7 +60,8 @@ def matmul_peak(n: int = 2048, reps: int = 5) -> float:
     return best
 
 
-def bench_memjax(model, batch_np, steps: int, chunk: int, remat: str) -> float:
+def memjax_step(model, batch_np, chunk: int, remat: str):
+    """memjax's real policy train step, compiled and warmed up; returns a one-step closure."""
     from memjax.rl import losses, train_step
     from memjax.rl.optimizer import OptimizerConfig, make_optimizer
 
@@ -64,19 +70,18 @@ def bench_memjax(model, batch_np, steps: int, chunk: int, remat: str) -> float:
     step = train_step.policy_train_step(
         cfg, losses.PolicyLossConfig(), opt, vocab_chunk=chunk, donate=True
     )
-    state = train_step.init_train_state(model.params, opt)
-    state, m = step(state, batch_np)  # compile + warm-up
-    jax.block_until_ready(m)
-    times = []
-    for _ in range(steps):
-        t = time.perf_counter()
-        state, m = step(state, batch_np)
-        jax.block_until_ready((state.params, m))
-        times.append(time.perf_counter() - t)
-    return min(times)
+    holder = {"state": train_step.init_train_state(model.params, opt)}
+
+    def one():
+        holder["state"], m = step(holder["state"], batch_np)
+        jax.block_until_ready((holder["state"].params, m))
+
+    one()  # compile + warm-up
+    return one
 
 
-def bench_torch(cfg, batch_np, steps: int) -> float:
+def torch_step(cfg, batch_np):
+    """The same update in PyTorch (transformers' Llama), warmed up; returns a one-step closure."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -101,19 +106,14 @@ def bench_torch(cfg, batch_np, steps: int) -> float:
         opt.step()
 
     one()  # warm-up
-    times = []
-    for _ in range(steps):
-        t = time.perf_counter()
-        one()
-        times.append(time.perf_counter() - t)
-    return min(times)
+    return one
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=512)
-    p.add_argument("--steps", type=int, default=2)
+    p.add_argument("--pairs", type=int, default=5, help="memjax/PyTorch step pairs timed")
     p.add_argument("--chunk", type=int, default=16384, help="vocabulary chunk of the log-probs")
     p.add_argument("--remat", default="none", choices=["none", "full", "dots"])
     args = p.parse_args()
@@ -138,24 +138,34 @@ def main() -> None:
         "old_logp": np.full((B, T), -10.9, np.float32),
     }
     print(f"SmolLM2: {cfg.num_layers} layers, D={cfg.embed_dim}, V={cfg.vocab_size}; batch {B}x{T}")
+    load_before = load_average()
     peak = matmul_peak()
     print(f"matmul peak (f32 GEMM, best of JAX and PyTorch): {peak / 1e9:.1f} GFLOP/s")
-    t_mj = bench_memjax(model, batch, args.steps, args.chunk, args.remat)
-    del model
-    t_pt = bench_torch(cfg, batch, args.steps)
+    run_mj = memjax_step(model, batch, args.chunk, args.remat)
+    del model  # the train state holds the parameters now
+    run_pt = torch_step(cfg, batch)
+    times = alternate(run_mj, run_pt, args.pairs)
+    load_after = load_average()
+    paired = times.summary()
+    t_mj, t_pt = paired["memjax_median_s"], paired["peer_median_s"]
     flops = model_flops(cfg, B, T)
     mj_tok, pt_tok = B * T / t_mj, B * T / t_pt
     print(f"memjax : {t_mj:.2f} s/step  {mj_tok:.0f} tok/s  {flops / t_mj / 1e9:.1f} GFLOP/s")
     print(f"pytorch: {t_pt:.2f} s/step  {pt_tok:.0f} tok/s  {flops / t_pt / 1e9:.1f} GFLOP/s")
+    print(f"{format_summary(paired)}; load average {load_before} -> {load_after}")
     out = {
+        **paired,
         "memjax_tok_s": round(mj_tok, 1),
         "torch_tok_s": round(pt_tok, 1),
-        "ratio": round(mj_tok / pt_tok, 3),
         "peak_fraction": round(flops / t_mj / peak, 3),
-        "memjax_step_s": round(t_mj, 3),
-        "torch_step_s": round(t_pt, 3),
+        "memjax_step_s": [round(x, 3) for x in times.a_s],
+        "torch_step_s": [round(x, 3) for x in times.b_s],
         "peak_gflops": round(peak / 1e9, 1),
         "model_gflop_per_step": round(flops / 1e9, 1),
+        "batch": B,
+        "seq": T,
+        "load_before": load_before,
+        "load_after": load_after,
     }
     print(json.dumps(out))
 

@@ -96,8 +96,9 @@ class Episode(Protocol):
         """Takes the model's completion for `current_call()`; returns a search to run, if any."""
         ...
 
-    def receive(self, passages: list[Passage]) -> None:
-        """Takes the passages for the pending `SearchRequest`."""
+    def receive(self, passages: list[Passage]) -> SearchRequest | None:
+        """Takes the passages for the pending `SearchRequest`; returns a further search to run
+        before the next model call (MemSearcher runs every tool call of a response), if any."""
         ...
 
     def result(self, golden_answers: Sequence[str]) -> EpisodeResult: ...
@@ -110,7 +111,7 @@ def advance(
     distinct k. `outputs[i]` is ignored (may be None) for episodes that are already done."""
     if len(episodes) != len(outputs):
         raise ValueError(f"{len(episodes)} episodes but {len(outputs)} outputs")
-    pending: dict[int, list[tuple[Episode, str]]] = {}
+    requests: list[tuple[Episode, SearchRequest]] = []
     for episode, output in zip(episodes, outputs):
         if episode.done:
             continue
@@ -118,13 +119,20 @@ def advance(
             raise ValueError("a live episode got no output")
         request = episode.observe(output)
         if request is not None:
+            requests.append((episode, request))
+    while requests:  # an episode may ask for further searches before its next call
+        pending: dict[int, list[tuple[Episode, str]]] = {}
+        for episode, request in requests:
             pending.setdefault(request.k, []).append((episode, request.query))
-    for k, items in pending.items():
-        results = retriever.search([query for _, query in items], k)
-        if len(results) != len(items):
-            raise ValueError(f"retriever returned {len(results)} result lists for {len(items)}")
-        for (episode, _), passages in zip(items, results):
-            episode.receive(passages)
+        requests = []
+        for k, items in pending.items():
+            results = retriever.search([query for _, query in items], k)
+            if len(results) != len(items):
+                raise ValueError(f"retriever returned {len(results)} result lists for {len(items)}")
+            for (episode, _), passages in zip(items, results):
+                request = episode.receive(passages)
+                if request is not None:
+                    requests.append((episode, request))
 
 
 Policy = Callable[[ModelCall], ModelOutput]

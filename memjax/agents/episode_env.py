@@ -85,9 +85,9 @@ class EpisodeEnv(Environment):
         ids = tuple(completion) + ((self.eos_id,) if ended_eos else ())
         episode = state.episode
         request = episode.observe(ModelOutput(text, stop_reason in (EOS, STOP_STRING), ids))
-        if request is not None:
+        while request is not None:  # every search the response asks for
             passages = self.retriever.search([request.query], request.k)[0]
-            episode.receive(passages)
+            request = episode.receive(passages)
             state.info["searches"] = state.info.get("searches", 0.0) + 1
         if episode.done:
             return state, self._finish(state)

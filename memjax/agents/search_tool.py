@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from memjax.agents.retrieval import Passage
 from memjax.agents.tool_format import ParsedToolCall
+from memjax.bounded_input import ascii_int
 
 TOOL_NAME = "wikipedia_search"
 
@@ -75,10 +76,10 @@ def plan_search(parsed: ParsedToolCall, settings: SearchSettings) -> SearchPlan:
     query = parsed.call.arguments.get("query")
     if not isinstance(query, str) or not query.strip():
         return SearchPlan(None, 0, 'argument "query" must be a non-empty string')
-    top_n = parsed.call.arguments.get("top_n", settings.default_top_n)
-    if isinstance(top_n, str) and top_n.strip().isdigit():
-        top_n = int(top_n)
-    if not isinstance(top_n, int) or isinstance(top_n, bool) or top_n < 1:
+    # "5" is accepted as 5, as MemSearcher's server (pydantic) does; "²", 2.5, true, 0 or an
+    # integer of more than 18 digits fall back to the default.
+    top_n = ascii_int(parsed.call.arguments.get("top_n", settings.default_top_n))
+    if top_n is None or top_n < 1:
         top_n = settings.default_top_n
     return SearchPlan(query.strip(), min(top_n, settings.max_top_n), None)
 

@@ -18,6 +18,19 @@ class LoadedModel:
     path: Path
 
 
+def trained_policy_dir(path: Path) -> Path:
+    """A training workdir (SFT or RL) as a model source: the HF directory it exported to
+    `policy/`; any other path unchanged."""
+    exported = path / "policy"
+    if (
+        path.is_dir()
+        and not (path / "config.json").exists()
+        and (exported / "config.json").is_file()
+    ):
+        return exported
+    return path
+
+
 def load_model(
     source: str,
     *,
@@ -26,7 +39,8 @@ def load_model(
     with_tokenizer: bool = True,
     **overrides,
 ) -> LoadedModel:
-    """A decoder from 'packaged:smollm2', an HF checkpoint directory, or a .gguf file.
+    """A decoder from 'packaged:smollm2', an HF checkpoint directory, a .gguf file, or a
+    training workdir (its exported `policy/`).
 
     `overrides` replace DecoderConfig fields (param_dtype, compute_dtype, remat, ...).
     """
@@ -34,7 +48,7 @@ def load_model(
     from memjax.checkpoints.gguf_io import load_gguf_decoder
     from memjax.checkpoints.tokenizer import load_tokenizer
 
-    path = packaged.resolve(source)
+    path = trained_policy_dir(packaged.resolve(source))
     if path.suffix == ".gguf":
         params, cfg = load_gguf_decoder(path, mesh=mesh, rules=rules, **overrides)
     else:

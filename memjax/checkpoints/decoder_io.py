@@ -20,14 +20,13 @@ from jax.sharding import Mesh
 
 from memjax.checkpoints.decoder_names import TensorRule, decoder_rules
 from memjax.checkpoints.safetensors_io import SafetensorsCheckpoint, write_safetensors
+from memjax.model_errors import WeightsError, WeightsNotFoundError
 from memjax.models.config import DecoderConfig
 from memjax.models.decoder import decoder_abstract
 from memjax.models.params import flatten_with_names, is_info
 from memjax.parallel import TRAIN_RULES, param_shardings
 
-
-class CheckpointError(ValueError):
-    pass
+CheckpointError = WeightsError  # the name this module's callers import
 
 
 class TensorSource(Protocol):
@@ -89,7 +88,7 @@ def load_hf_decoder(
     """(params, cfg) from an HF checkpoint directory (config.json + safetensors)."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise FileNotFoundError(f"checkpoint directory {directory} does not exist")
+        raise WeightsNotFoundError(f"checkpoint directory {directory} does not exist")
     cfg = DecoderConfig.from_hf_dir(directory, **overrides)
     # A tied checkpoint that also stores lm_head.weight is read without it: the embedding is
     # the one matrix memjax keeps.
@@ -97,10 +96,13 @@ def load_hf_decoder(
     return load_decoder_params(source, cfg, str(directory), mesh, rules), cfg
 
 
-def export_hf_decoder(params, cfg: DecoderConfig, directory: str | Path, dtype=None) -> Path:
+def export_hf_decoder(
+    params, cfg: DecoderConfig, directory: str | Path, dtype=None, tokenizer=None
+) -> Path:
     """Writes `params` as an HF checkpoint directory (config.json + model.safetensors) that
-    `transformers` (and vLLM) load as LlamaForCausalLM / Qwen2ForCausalLM. Atomic: the directory
-    is assembled beside its destination and renamed into place."""
+    `transformers` (and vLLM) load as LlamaForCausalLM / Qwen2ForCausalLM; with `tokenizer`
+    (memjax's Tokenizer) its files and chat template too, so the directory is a complete model
+    source. Atomic: the directory is assembled beside its destination and renamed into place."""
     directory = Path(directory)
     tmp = directory.with_name(directory.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -121,6 +123,8 @@ def export_hf_decoder(params, cfg: DecoderConfig, directory: str | Path, dtype=N
     if dtype is not None:
         hf_cfg["torch_dtype"] = np.dtype(dtype).name
     (tmp / "config.json").write_text(json.dumps(hf_cfg, indent=2))
+    if tokenizer is not None:
+        tokenizer.hf.save_pretrained(str(tmp))
     if directory.exists():
         old = directory.with_name(directory.name + ".old")
         shutil.rmtree(old, ignore_errors=True)

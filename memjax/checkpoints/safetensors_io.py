@@ -16,6 +16,8 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
+from memjax.model_errors import WeightsError, WeightsNotFoundError
+
 _DTYPES = {
     "F64": np.float64,
     "F32": np.float32,
@@ -31,7 +33,7 @@ _DTYPES = {
 _NAMES = {np.dtype(v): k for k, v in _DTYPES.items()}
 
 
-class SafetensorsError(ValueError):
+class SafetensorsError(WeightsError):
     pass
 
 
@@ -79,7 +81,7 @@ class SafetensorsCheckpoint:
     def __init__(self, directory: str | Path):
         self.directory = Path(directory)
         if not self.directory.is_dir():
-            raise FileNotFoundError(f"checkpoint directory {self.directory} does not exist")
+            raise WeightsNotFoundError(f"checkpoint directory {self.directory} does not exist")
         index = self.directory / "model.safetensors.index.json"
         single = self.directory / "model.safetensors"
         self._where: dict[str, Path] = {}
@@ -92,14 +94,14 @@ class SafetensorsCheckpoint:
                 self._where[name] = self.directory / file
             missing = {p for p in self._where.values() if not p.is_file()}
             if missing:
-                raise FileNotFoundError(
+                raise WeightsNotFoundError(
                     f"{index} lists missing shard files {sorted(map(str, missing))}"
                 )
         elif single.is_file():
             for name in SafetensorsFile(single).keys():
                 self._where[name] = single
         else:
-            raise FileNotFoundError(
+            raise WeightsNotFoundError(
                 f"no model.safetensors or model.safetensors.index.json in {self.directory}"
             )
         self._open: dict[Path, SafetensorsFile] = {}

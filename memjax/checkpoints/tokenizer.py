@@ -10,6 +10,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from memjax.model_errors import WeightsNotFoundError
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # memjax never downloads at run time
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
@@ -64,11 +66,11 @@ def load_tokenizer(source: str | Path) -> Tokenizer:
 
     path = Path(source)
     if not path.exists():
-        raise FileNotFoundError(f"tokenizer source {path} does not exist")
+        raise WeightsNotFoundError(f"tokenizer source {path} does not exist")
     if path.suffix == ".gguf":
         hf = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     elif (path / "tokenizer.json").is_file() or (path / "tokenizer_config.json").is_file():
         hf = AutoTokenizer.from_pretrained(str(path))
     else:
-        raise FileNotFoundError(f"no tokenizer.json or tokenizer_config.json in {path}")
+        raise WeightsNotFoundError(f"no tokenizer.json or tokenizer_config.json in {path}")
     return Tokenizer(hf, str(path))

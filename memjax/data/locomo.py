@@ -8,21 +8,22 @@ the field, e.g. `locomo10.json: [3].conversation.session_2[5].dia_id: expected s
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from memjax.data.evidence import clean_evidence
+from memjax.data.jsonl_io import read_json_file
 from memjax.data.locomo_types import Conversation, QAItem, Session, Turn
+from memjax.errors import DataError
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _DATE_KEY = re.compile(r"session_(\d+)_date_time")
 _SUMMARY_KEY = re.compile(r"session_(\d+)_summary")
 
 
-class LocomoFormatError(ValueError):
+class LocomoFormatError(DataError):
     """A LoCoMo file does not follow the documented schema; the message names file and field."""
 
 
@@ -154,6 +155,8 @@ def parse_locomo(data: Any, source: str = "<locomo>") -> list[Conversation]:
     """Parsed JSON (a list of samples) -> conversations, in file order."""
     r = _Reader(source)
     r.check(data, "<top level>", list)
+    if not data:
+        raise r.fail("<top level>", "no conversations (an empty list)")
     conversations = [_parse_sample(r, s, f"[{i}]") for i, s in enumerate(data)]
     seen: set[str] = set()
     for i, c in enumerate(conversations):
@@ -166,13 +169,7 @@ def parse_locomo(data: Any, source: str = "<locomo>") -> list[Conversation]:
 def load_locomo(path: str | os.PathLike) -> list[Conversation]:
     """Read a LoCoMo-format JSON file (the real `locomo10.json` or a synthetic one)."""
     source = os.fspath(path)
-    try:
-        with open(source, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        raise LocomoFormatError(f"{source}: file not found") from None
-    except json.JSONDecodeError as e:
-        raise LocomoFormatError(f"{source}: not valid JSON ({e})") from None
+    data = read_json_file(source, LocomoFormatError)
     return parse_locomo(data, source=source)
 
 

@@ -10,9 +10,11 @@ Malformed input raises LongMemEvalFormatError naming the file and the field.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import Any
+
+from memjax.data.jsonl_io import read_json_file
+from memjax.errors import DataError
 
 QUESTION_TYPES = (
     "single-session-user",
@@ -24,7 +26,7 @@ QUESTION_TYPES = (
 )
 
 
-class LongMemEvalFormatError(ValueError):
+class LongMemEvalFormatError(DataError):
     """A LongMemEval file does not follow the documented schema."""
 
 
@@ -137,11 +139,5 @@ def parse_longmemeval(data: Any, source: str = "<longmemeval>") -> list[LongMemE
 
 def load_longmemeval(path: str | os.PathLike) -> list[LongMemEvalInstance]:
     source = os.fspath(path)
-    try:
-        with open(source, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        raise LongMemEvalFormatError(f"{source}: file not found") from None
-    except json.JSONDecodeError as e:
-        raise LongMemEvalFormatError(f"{source}: not valid JSON ({e})") from None
+    data = read_json_file(source, LongMemEvalFormatError)
     return parse_longmemeval(data, source=source)

@@ -1,4 +1,6 @@
-"""Per-question examples and Memory-R1's split of LoCoMo by conversation.
+"""Splits that never overlap: Memory-R1's split of LoCoMo by conversation, synthetic
+conversations from separate train and held-out seeds, and a shared QA file cut into train and
+evaluation questions; plus the summary every report carries (`SplitSummary`).
 
 Memory-R1 (§4.1) splits LoCoMo 1:1:8 by conversation with the adversarial category excluded:
 train = conv-26 (152 questions), validation = conv-30 (81), test = the other 8 (1,307).
@@ -7,10 +9,12 @@ train = conv-26 (152 questions), validation = conv-30 (81), test = the other 8 (
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Sequence
 
 from memjax.data.categories import ADVERSARIAL, category_name
 from memjax.data.locomo_types import Conversation
+from memjax.data.synthetic import SyntheticConfig, generate_conversations
 
 MEMORY_R1_TRAIN_IDS: tuple[str, ...] = ("conv-26",)
 MEMORY_R1_VALIDATION_IDS: tuple[str, ...] = ("conv-30",)
@@ -100,3 +104,96 @@ def memory_r1_split(
     return split_by_conversation(
         conversations, MEMORY_R1_TRAIN_IDS, MEMORY_R1_VALIDATION_IDS, include_adversarial
     )
+
+
+# ------------------------------------------------------------------ synthetic conversations
+
+SYNTHETIC_TRAIN_PREFIX = "syn-train"
+SYNTHETIC_HELDOUT_PREFIX = "syn-heldout"
+
+
+@dataclasses.dataclass(frozen=True)
+class SyntheticSplitConfig:
+    """Train conversations from `train_seed`; validation then test from `held_out_seed`."""
+
+    num_train: int = 4
+    num_validation: int = 1
+    num_test: int = 3
+    sessions_per_conversation: int = 4
+    train_seed: int = 0
+    held_out_seed: int = 1
+
+    def __post_init__(self):
+        if self.train_seed == self.held_out_seed:
+            raise ValueError(
+                f"train_seed and held_out_seed are both {self.train_seed}: the held-out "
+                "conversations would repeat the training ones"
+            )
+        for name in ("num_train", "num_validation", "num_test"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}={getattr(self, name)} must be >= 0")
+
+
+def synthetic_split(cfg: SyntheticSplitConfig) -> dict[str, list[Conversation]]:
+    """{"train", "validation", "test"} -> conversations; ids say which seed made them."""
+
+    def make(n: int, seed: int, prefix: str) -> list[Conversation]:
+        if n == 0:
+            return []
+        return generate_conversations(
+            SyntheticConfig(
+                num_conversations=n,
+                sessions_per_conversation=cfg.sessions_per_conversation,
+                seed=seed,
+                id_prefix=prefix,
+            )
+        )
+
+    held_out = make(cfg.num_validation + cfg.num_test, cfg.held_out_seed, SYNTHETIC_HELDOUT_PREFIX)
+    return {
+        "train": make(cfg.num_train, cfg.train_seed, SYNTHETIC_TRAIN_PREFIX),
+        "validation": held_out[: cfg.num_validation],
+        "test": held_out[cfg.num_validation :],
+    }
+
+
+# ------------------------------------------------------------------ a shared QA file
+
+
+def held_out_ids(ids: Sequence[str], eval_fraction: float, seed: int) -> set[str]:
+    """The ids that go to evaluation when one file serves both training and evaluation: the
+    round(eval_fraction x N) ids first in the order of sha256(f"{seed}:{id}"), so the cut
+    depends only on the ids and the seed (not on file order or on how many are loaded)."""
+    if not 0.0 < eval_fraction < 1.0:
+        raise ValueError(f"eval_fraction={eval_fraction} must be strictly between 0 and 1")
+    unique = sorted(set(ids))
+    if len(unique) != len(ids):
+        raise ValueError(f"{len(ids) - len(unique)} duplicate question ids: cannot split by id")
+    n_eval = round(eval_fraction * len(unique))
+    if not 0 < n_eval < len(unique):
+        raise ValueError(
+            f"eval_fraction={eval_fraction} of {len(unique)} questions leaves {n_eval} for "
+            "evaluation: both parts need at least one"
+        )
+    order = sorted(unique, key=lambda i: hashlib.sha256(f"{seed}:{i}".encode()).hexdigest())
+    return set(order[:n_eval])
+
+
+# ------------------------------------------------------------------ what a report states
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitSummary:
+    """The split a report scores, with the size of every part (so a reader can check that
+    nothing it was trained on is in it)."""
+
+    name: str  # the part the report scores ("test", "eval", ...)
+    sizes: dict[str, int]  # part -> questions, for every part of the split
+    how: str  # how the parts were made
+
+    def line(self) -> str:
+        parts = ", ".join(f"{k} {v}" for k, v in self.sizes.items())
+        return f"Split: {self.name} ({self.how}). Questions per part: {parts}."
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)

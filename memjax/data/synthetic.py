@@ -73,7 +73,27 @@ class _Event:
     speaker: str
     text: str
     reply: str
+    track: str = ""
+    value: str = ""  # the track's value this turn states (a dog's name, a city, ...)
+    previous: str = ""  # the value it adds to, refines or replaces; "" when first stated
     dia_id: str = ""  # filled when the turn is placed
+
+
+@dataclasses.dataclass(frozen=True)
+class TrackEvent:
+    """One turn in which a speaker states or changes a fact track: the ground truth that
+    oracles and checks read (which turn carries which fact, and what it replaces)."""
+
+    conversation_id: str
+    dia_id: str
+    speaker: str
+    track: str  # one of TRACKS
+    value: str
+    previous: str  # "" for the first statement of a track
+
+    @property
+    def is_change(self) -> bool:
+        return bool(self.previous)
 
 
 def _locomo_date_time(rng: random.Random, day: datetime.date) -> str:
@@ -106,8 +126,10 @@ class _PersonBuilder:
         )
         return first, later
 
-    def _event(self, session: int, text: str, reply: str) -> _Event:
-        event = _Event(session, self.name, text, reply)
+    def _event(
+        self, session: int, text: str, reply: str, track: str, value: str, previous: str = ""
+    ) -> _Event:
+        event = _Event(session, self.name, text, reply, track, value, previous)
         self.events.append(event)
         return event
 
@@ -129,12 +151,16 @@ class _PersonBuilder:
 
     def _track_dogs(self, first: int, later: int | None) -> None:
         p, d1 = self.name, self._dog()
-        e1 = self._event(first, f"I adopted a dog named {d1}!", f"Aw, {d1} is a cute name!")
+        e1 = self._event(
+            first, f"I adopted a dog named {d1}!", f"Aw, {d1} is a cute name!", "dogs", d1
+        )
         if later is None:
             self._qa(f"How many dogs does {p} have?", "one", SINGLE_HOP, [e1])
             return
         d2 = self._dog()
-        e2 = self._event(later, f"We adopted a second dog, {d2}!", "Two dogs now, how fun!")
+        e2 = self._event(
+            later, f"We adopted a second dog, {d2}!", "Two dogs now, how fun!", "dogs", d2, d1
+        )
         self._qa(f"How many dogs does {p} have?", "two", SINGLE_HOP, [e1, e2])
         self._qa(f"What are the names of {p}'s dogs?", f"{d1} and {d2}", MULTI_HOP, [e1, e2])
         self._date_qa(f"When did {p} adopt {d2}?", later, [e2])
@@ -142,11 +168,22 @@ class _PersonBuilder:
     def _track_allergy(self, first: int, later: int | None) -> None:
         p = self.name
         general, specific, food = self.rng.choice(ALLERGIES)
-        e1 = self._event(first, f"I found out I'm allergic to {general}.", "Oh no, be careful!")
+        e1 = self._event(
+            first,
+            f"I found out I'm allergic to {general}.",
+            "Oh no, be careful!",
+            "allergy",
+            general,
+        )
         evidence, answer = [e1], general
         if later is not None:
             e2 = self._event(
-                later, f"Update: it's only {specific}, not all {general}.", "Good to know!"
+                later,
+                f"Update: it's only {specific}, not all {general}.",
+                "Good to know!",
+                "allergy",
+                specific,
+                general,
             )
             evidence, answer = [e1, e2], specific
         self._qa(f"What is {p} allergic to?", answer, SINGLE_HOP, evidence)
@@ -155,36 +192,42 @@ class _PersonBuilder:
     def _track_city(self, first: int, later: int | None) -> None:
         p = self.name
         c1, c2 = self.rng.sample(CITIES, 2)
-        e1 = self._event(first, f"I live in {c1} now.", f"{c1} sounds lovely!")
+        e1 = self._event(first, f"I live in {c1} now.", f"{c1} sounds lovely!", "city", c1)
         if later is None:
             self._qa(f"Where does {p} live?", c1, SINGLE_HOP, [e1])
             return
-        e2 = self._event(later, f"Big news: I moved to {c2}!", f"Wow, enjoy {c2}!")
+        e2 = self._event(later, f"Big news: I moved to {c2}!", f"Wow, enjoy {c2}!", "city", c2, c1)
         self._qa(f"Where does {p} live?", c2, SINGLE_HOP, [e1, e2])
         self._date_qa(f"When did {p} move to {c2}?", later, [e2])
 
     def _track_job(self, first: int, later: int | None) -> None:
         p = self.name
         j1, j2 = self.rng.sample(JOBS, 2)
-        e1 = self._event(first, f"I work as a {j1}.", f"A {j1}? Nice!")
+        e1 = self._event(first, f"I work as a {j1}.", f"A {j1}? Nice!", "job", j1)
         if later is None:
             self._qa(f"What is {p}'s job?", j1, SINGLE_HOP, [e1])
             return
-        e2 = self._event(later, f"I quit my job. Now I'm a {j2}!", "Congrats on the new job!")
+        e2 = self._event(
+            later, f"I quit my job. Now I'm a {j2}!", "Congrats on the new job!", "job", j2, j1
+        )
         self._qa(f"What is {p}'s job?", j2, SINGLE_HOP, [e1, e2])
 
     def _track_hobby(self, first: int, later: int | None) -> None:
         p = self.name
         h1, h2 = self.rng.sample(HOBBIES, 2)
-        e1 = self._event(first, f"I just started {h1}.", f"{h1.capitalize()} is fun!")
+        e1 = self._event(first, f"I just started {h1}.", f"{h1.capitalize()} is fun!", "hobby", h1)
         if later is None:
             self._qa(f"What hobby is {p} into?", h1, SINGLE_HOP, [e1])
             return
-        e2 = self._event(later, f"I gave up {h1}. Now I love {h2}.", f"Oh, {h2} sounds great!")
+        e2 = self._event(
+            later, f"I gave up {h1}. Now I love {h2}.", f"Oh, {h2} sounds great!", "hobby", h2, h1
+        )
         self._qa(f"What hobby is {p} into?", h2, SINGLE_HOP, [e1, e2])
 
 
-def _conversation(rng: random.Random, cfg: SyntheticConfig, index: int) -> dict[str, Any]:
+def _conversation(
+    rng: random.Random, cfg: SyntheticConfig, index: int
+) -> tuple[dict[str, Any], list[_Event]]:
     speaker_a, speaker_b = rng.sample(NAMES, 2)
     used_dogs: set[str] = set()
     people = [_PersonBuilder(rng, cfg, name, used_dogs) for name in (speaker_a, speaker_b)]
@@ -239,11 +282,16 @@ def _conversation(rng: random.Random, cfg: SyntheticConfig, index: int) -> dict[
                 }
             )
     rng.shuffle(qa)
-    return {"sample_id": f"{cfg.id_prefix}-{index}", "conversation": conversation, "qa": qa}
+    sample = {"sample_id": f"{cfg.id_prefix}-{index}", "conversation": conversation, "qa": qa}
+    return sample, sorted(events, key=_turn_order)
 
 
-def generate_locomo_json(cfg: SyntheticConfig = SyntheticConfig()) -> list[dict[str, Any]]:
-    """LoCoMo-schema samples (a JSON-ready list), deterministic in cfg."""
+def _turn_order(event: _Event) -> tuple[int, int]:
+    session, turn = event.dia_id[1:].split(":")
+    return int(session), int(turn)
+
+
+def _generate(cfg: SyntheticConfig) -> list[tuple[dict[str, Any], list[_Event]]]:
     if cfg.sessions_per_conversation < 2:
         raise ValueError("sessions_per_conversation must be at least 2")
     if not 1 <= cfg.tracks_per_person <= len(TRACKS):
@@ -253,6 +301,23 @@ def generate_locomo_json(cfg: SyntheticConfig = SyntheticConfig()) -> list[dict[
         raise ValueError(f"always_tracks: unknown {unknown}; valid: {TRACKS}")
     rng = random.Random(cfg.seed)
     return [_conversation(rng, cfg, i) for i in range(cfg.num_conversations)]
+
+
+def generate_locomo_json(cfg: SyntheticConfig = SyntheticConfig()) -> list[dict[str, Any]]:
+    """LoCoMo-schema samples (a JSON-ready list), deterministic in cfg."""
+    return [sample for sample, _ in _generate(cfg)]
+
+
+def generate_track_events(cfg: SyntheticConfig = SyntheticConfig()) -> dict[str, list[TrackEvent]]:
+    """conversation id -> its fact-track turns in dialogue order, for the same cfg as
+    `generate_locomo_json` (same seed, same conversations)."""
+    return {
+        sample["sample_id"]: [
+            TrackEvent(sample["sample_id"], e.dia_id, e.speaker, e.track, e.value, e.previous)
+            for e in events
+        ]
+        for sample, events in _generate(cfg)
+    }
 
 
 def generate_conversations(cfg: SyntheticConfig = SyntheticConfig()) -> list[Conversation]:

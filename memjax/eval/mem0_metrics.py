@@ -2,30 +2,31 @@
 
 F1 tokenises by lowercasing and turning . , ! ? into spaces (no stemming, no article removal)
 and compares token *sets*. BLEU-1 is nltk `sentence_bleu` with weights (1, 0, 0, 0) and
-smoothing method1 over nltk word tokens of the lowercased strings. Exact match is not defined
+smoothing method1 over nltk word tokens of the lowercased strings, as Mem0's
+evaluation/metrics/utils.py `calculate_bleu_scores` computes it. Exact match is not defined
 by either paper; memjax uses SQuAD-normalised string equality (memjax.eval.qa_metrics), the
 same as its EM reward.
 
-nltk's `word_tokenize` first splits sentences with the Punkt model, which is a data download;
-memjax downloads nothing, so sentences are split on end punctuation followed by whitespace and
-each sentence goes through nltk's own word tokenizer (the Treebank one `word_tokenize` uses).
-On one-sentence answers (nearly all) this is token-for-token the same; it can differ only where
-Punkt would refuse a split (an abbreviation such as "Dr." mid-answer).
+Tokens are nltk's own: `nltk.word_tokenize` (Punkt sentence split, then the Treebank word
+tokenizer) with nltk's English Punkt model (`punkt_tab`), which memjax ships as package data in
+memjax/eval/nltk_data, so nothing is downloaded (see the README there for its provenance).
 """
 
 from __future__ import annotations
 
-import re
+import contextlib
+from pathlib import Path
 
-from nltk.tokenize import NLTKWordTokenizer
+import nltk
+import nltk.data
 from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
 from memjax.eval.qa_metrics import exact_match  # SQuAD-normalised string equality
 
 __all__ = ["bleu1", "exact_match", "simple_tokenize", "token_f1", "word_tokenize"]
 
-_WORD_TOKENIZER = NLTKWordTokenizer()
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# Holds tokenizers/punkt_tab/english/: nltk's English Punkt parameters as nltk's own text files.
+NLTK_DATA = Path(__file__).with_name("nltk_data")
 _SMOOTHING = SmoothingFunction().method1
 
 
@@ -48,13 +49,30 @@ def token_f1(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+@contextlib.contextmanager
+def _packaged_nltk_data():
+    """Puts the packaged nltk data first on nltk.data.path for the duration of a call.
+
+    nltk loads the Punkt model on first use and keeps it (an lru_cache in nltk.tokenize), and it
+    opens data files only under nltk.data.path's roots; the entry is removed again afterwards so
+    the user's own nltk settings are left as they were.
+    """
+    root = str(NLTK_DATA)
+    added = root not in nltk.data.path
+    if added:
+        nltk.data.path.insert(0, root)
+    try:
+        yield
+    finally:
+        if added:
+            with contextlib.suppress(ValueError):
+                nltk.data.path.remove(root)
+
+
 def word_tokenize(text: str) -> list[str]:
-    """nltk word tokens without the Punkt download (see the module docstring)."""
-    return [
-        tok
-        for sent in _SENTENCE_END.split(str(text).strip())
-        for tok in _WORD_TOKENIZER.tokenize(sent)
-    ]
+    """`nltk.word_tokenize(text)` (English), with the Punkt model from the packaged data."""
+    with _packaged_nltk_data():
+        return nltk.word_tokenize(str(text))
 
 
 def bleu1(prediction: str, gold: str) -> float:

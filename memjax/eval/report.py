@@ -4,8 +4,8 @@ One row per category (Table 1's column order by default: Single Hop, Multi-Hop, 
 Temporal) and an Overall that is the *question-weighted* mean over the included questions (how
 Memory-R1 and Mem0 compute it; the mean of the columns would differ). Results in categories not
 listed (category 5 under the Mem0 protocol) are left out and counted. Every report states the
-category-name mapping, and carries p50/p95 latencies per role and memory tokens per
-conversation.
+category-name mapping and the split its questions come from (with every part's size), and
+carries p50/p95 latencies per role and memory tokens per conversation.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from memjax.data.categories import CATEGORY_MAPPING_NOTE, TABLE1_ORDER, category_name
+from memjax.data.splits import SplitSummary
 
 METRIC_LABELS = {"f1": "F1", "bleu1": "B1", "j": "J", "em": "EM", "official_f1": "F1 (official)"}
 TABLE1_COLUMN_TITLES = {
@@ -62,6 +63,7 @@ class Report:
     memory_tokens: dict[str, int]  # conversation id -> tokens in its memory bank(s)
     counters: dict[str, dict[str, int]]  # e.g. {"manager_parse": {"unknown_id": 3}}
     category_note: str = CATEGORY_MAPPING_NOTE
+    split: SplitSummary | None = None  # the questions' split and the size of every part
 
     @property
     def overall(self) -> CategoryRow:
@@ -101,6 +103,8 @@ class Report:
             + "); overall is question-weighted. Scores are percentages.",
             self.category_note,
         ]
+        if self.split is not None:
+            lines.append(self.split.line())
         if self.excluded:
             lines.append(
                 "Left out: "
@@ -146,6 +150,7 @@ def build_report(
     latencies: Mapping[str, Sequence[float]] | None = None,
     memory_tokens: Mapping[str, int] | None = None,
     counters: Mapping[str, Mapping[str, int]] | None = None,
+    split: SplitSummary | None = None,
 ) -> Report:
     """Per-category means and the question-weighted overall over `categories`."""
     included = [r for r in results if r.category in categories]
@@ -177,4 +182,5 @@ def build_report(
         latency={k: latency_stats(v) for k, v in (latencies or {}).items()},
         memory_tokens=dict(memory_tokens or {}),
         counters={k: dict(v) for k, v in (counters or {}).items()},
+        split=split,
     )

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from memjax.agents.episode import EpisodeResult
 from memjax.agents.transcript import ChatFormat, turn_token_counts
-from memjax.eval import qa_report, token_report
+from memjax.data.splits import SplitSummary
+from memjax.eval import behaviour_report, qa_report, token_report
 from memjax.eval.qa_metrics import DatasetScore, Prediction, score_by_dataset
 
 
@@ -25,6 +26,7 @@ class EvaluatedEpisode:
 class SearchAgentReport:
     scores: dict[str, list[DatasetScore]]
     turns: dict[str, list[token_report.TurnStats]]
+    behaviour: list[behaviour_report.Behaviour] = ()
 
 
 def summarize(episodes: Sequence[EvaluatedEpisode], fmt: ChatFormat) -> SearchAgentReport:
@@ -35,18 +37,29 @@ def summarize(episodes: Sequence[EvaluatedEpisode], fmt: ChatFormat) -> SearchAg
             Prediction(e.dataset, e.result.answer, tuple(e.golden_answers))
         )
         counts.setdefault(e.agent, []).append(turn_token_counts(e.result.turn_contexts, fmt))
+    results: dict[str, list[EpisodeResult]] = {}
+    for e in episodes:
+        results.setdefault(e.agent, []).append(e.result)
     return SearchAgentReport(
         scores={agent: score_by_dataset(p) for agent, p in predictions.items()},
         turns={agent: token_report.turn_stats(c) for agent, c in counts.items()},
+        behaviour=[behaviour_report.behaviour(a, r) for a, r in results.items()],
     )
 
 
-def write(report: SearchAgentReport, directory: str | Path) -> dict[str, Path]:
+def write(
+    report: SearchAgentReport, directory: str | Path, split: SplitSummary | None = None
+) -> dict[str, Path]:
+    """Both tables in `directory`, each naming `split` (the questions' split and sizes)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    paths = token_report.write_reports(report.turns, directory)
+    paths = token_report.write_reports(report.turns, directory, split)
     paths["scores_markdown"] = directory / "qa_scores.md"
     paths["scores_json"] = directory / "qa_scores.json"
-    paths["scores_markdown"].write_text(qa_report.to_markdown(report.scores))
-    paths["scores_json"].write_text(qa_report.to_json(report.scores))
+    paths["scores_markdown"].write_text(qa_report.to_markdown(report.scores, split))
+    paths["scores_json"].write_text(qa_report.to_json(report.scores, split))
+    paths["behaviour_markdown"] = directory / "behaviour.md"
+    paths["behaviour_json"] = directory / "behaviour.json"
+    paths["behaviour_markdown"].write_text(behaviour_report.to_markdown(report.behaviour))
+    paths["behaviour_json"].write_text(behaviour_report.to_json(report.behaviour))
     return paths

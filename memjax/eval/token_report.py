@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from memjax.data.splits import SplitSummary
+
 
 @dataclass(frozen=True)
 class TurnStats:
@@ -31,12 +33,17 @@ def turn_stats(per_episode: Sequence[Sequence[int]]) -> list[TurnStats]:
     return rows
 
 
-def to_json(table: Mapping[str, Sequence[TurnStats]]) -> str:
-    return json.dumps({agent: [asdict(r) for r in rows] for agent, rows in table.items()}, indent=2)
+def to_json(table: Mapping[str, Sequence[TurnStats]], split: SplitSummary | None = None) -> str:
+    """{agent: rows}; with a split, {"split": ..., "turns": {agent: rows}}."""
+    rows = {agent: [asdict(r) for r in rows] for agent, rows in table.items()}
+    return json.dumps(
+        rows if split is None else {"split": split.to_json(), "turns": rows}, indent=2
+    )
 
 
-def to_markdown(table: Mapping[str, Sequence[TurnStats]]) -> str:
-    """One row per turn, a mean / peak column pair per agent (n = episodes reaching the turn)."""
+def to_markdown(table: Mapping[str, Sequence[TurnStats]], split: SplitSummary | None = None) -> str:
+    """One row per turn, a mean / peak column pair per agent (n = episodes reaching the turn);
+    the split's line under the table when given."""
     agents = list(table)
     longest = max((len(rows) for rows in table.values()), default=0)
     header = "| turn | " + " | ".join(f"{a} mean | {a} peak | {a} n" for a in agents) + " |"
@@ -51,6 +58,8 @@ def to_markdown(table: Mapping[str, Sequence[TurnStats]]) -> str:
             else:
                 cells += ["", "", "0"]
         lines.append(f"| {t + 1} | " + " | ".join(cells) + " |")
+    if split is not None:
+        lines += ["", split.line()]
     return "\n".join(lines) + "\n"
 
 
@@ -79,12 +88,16 @@ def plot(table: Mapping[str, Sequence[TurnStats]], path: str | Path, title: str 
     return path
 
 
-def write_reports(table: Mapping[str, Sequence[TurnStats]], directory: str | Path) -> dict:
+def write_reports(
+    table: Mapping[str, Sequence[TurnStats]],
+    directory: str | Path,
+    split: SplitSummary | None = None,
+) -> dict:
     """tokens_per_turn.{md,json,png} in `directory`; returns their paths."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     md, js = directory / "tokens_per_turn.md", directory / "tokens_per_turn.json"
-    md.write_text(to_markdown(table))
-    js.write_text(to_json(table))
+    md.write_text(to_markdown(table, split))
+    js.write_text(to_json(table, split))
     png = plot(table, directory / "tokens_per_turn.png")
     return {"markdown": md, "json": js, "plot": png}

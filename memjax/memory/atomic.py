@@ -57,7 +57,7 @@ def latest_snapshot(root: str | Path) -> Path:
     pointer = root / LATEST
     if not pointer.is_file():
         raise FileNotFoundError(f"{root}: no saved snapshot ({LATEST} is missing)")
-    name = pointer.read_text().strip()
+    name = pointer.read_bytes().decode("utf-8", "replace").strip()  # garbage: no such name
     snapshot = root / name
     if not _SNAPSHOT.match(name) or not snapshot.is_dir():
         raise FileNotFoundError(f"{pointer} names {name!r}, which is not a snapshot directory")
@@ -98,3 +98,15 @@ def _clean(root: Path, keep: Path) -> None:
             shutil.rmtree(p, ignore_errors=True)
     for p in root.glob(".tmp-*"):
         shutil.rmtree(p, ignore_errors=True)
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Writes a small text file so a reader sees the old content or the new, never half."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path

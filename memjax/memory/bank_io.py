@@ -5,7 +5,9 @@ A saved bank is a snapshot directory (see memjax.memory.atomic) holding
     vectors.npy     [N, D] float32 embeddings, row i belongs to entries[i]
     oplog.jsonl     the operation log, one record per line
 A crash during `save_bank` leaves the previous save loadable; `load_bank` reads the newest
-complete one.
+complete one. Loading checks every file's types and that they agree with each other (one row
+of vectors per entry, one log record per step); any corruption is one DataFileError
+(memjax.errors) naming the file.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memjax.errors import DataFileError
 from memjax.memory.atomic import atomic_save, latest_snapshot
 from memjax.memory.bank import BankSnapshot, MemoryBank
 from memjax.memory.oplog import read_log, write_log
@@ -33,33 +36,105 @@ def write_snapshot(snap: BankSnapshot, dim: int, directory: Path) -> None:
         "rejected": dict(snap.rejected),
         "entries": list(snap.entries),
     }
-    (directory / "bank.json").write_text(json.dumps(meta, ensure_ascii=False))
+    (directory / "bank.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
 
 
 def read_snapshot(directory: Path) -> tuple[BankSnapshot, int]:
+    """A saved snapshot, checked whole: every corruption is one DataFileError naming its file."""
     meta_file = directory / "bank.json"
-    try:
-        meta = json.loads(meta_file.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise ValueError(f"{meta_file}: unreadable bank description ({e})") from None
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{meta_file}: format {meta.get('format')!r}, expected {FORMAT}")
-    vectors = np.load(directory / "vectors.npy")
+    meta = _read_meta(meta_file)
     entries = tuple(meta["entries"])
-    if vectors.shape != (len(entries), meta["dim"]):
-        raise ValueError(
-            f"{directory}: vectors.npy has shape {vectors.shape}, expected "
-            f"({len(entries)}, {meta['dim']})"
+    vectors = _read_vectors(directory / "vectors.npy", len(entries), meta["dim"])
+    log = read_log(directory / "oplog.jsonl")
+    step = meta["step"]
+    if len(log) != step or (log and log[-1].step != step):
+        last = log[-1].step if log else 0
+        raise DataFileError(
+            f"{directory / 'oplog.jsonl'}: {len(log)} records ending at step {last}, but "
+            f"{meta_file} is at step {step} and every operation logs one record: the log was "
+            "cut or records were lost"
         )
     snap = BankSnapshot(
         entries=entries,
         vectors=vectors,
-        step=int(meta["step"]),
-        next_id=int(meta["next_id"]),
+        step=step,
+        next_id=meta["next_id"],
         rejected=tuple(sorted(meta["rejected"].items())),
-        log=tuple(read_log(directory / "oplog.jsonl")),
+        log=tuple(log),
     )
-    return snap, int(meta["dim"])
+    return snap, meta["dim"]
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+_ENTRY_TYPES = {
+    "id": (str,),
+    "text": (str,),
+    "owner": (str,),
+    "timestamp": (str, type(None)),
+    "created_step": (int,),
+    "updated_step": (int,),
+    "history": (list,),
+}
+
+
+def _read_meta(meta_file: Path) -> dict:
+    try:
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataFileError(f"{meta_file}: the bank description is missing") from None
+    except (OSError, ValueError, RecursionError) as e:  # JSON and UTF-8 errors are ValueErrors
+        raise DataFileError(f"{meta_file}: unreadable bank description ({e})") from None
+    if not isinstance(meta, dict):
+        raise DataFileError(f"{meta_file}: must hold a JSON object, got {type(meta).__name__}")
+    if meta.get("format") != FORMAT:
+        raise DataFileError(f"{meta_file}: format {meta.get('format')!r}, expected {FORMAT}")
+    for key in ("dim", "step", "next_id"):
+        if not _count(meta.get(key)) or (key == "dim" and meta[key] == 0):
+            kind = "a positive" if key == "dim" else "a non-negative"
+            raise DataFileError(
+                f'{meta_file}: "{key}" must be {kind} integer, got {meta.get(key)!r}'
+            )
+    rejected = meta.get("rejected")
+    if not isinstance(rejected, dict) or not all(_count(n) for n in rejected.values()):
+        raise DataFileError(f'{meta_file}: "rejected" must map reasons to counts')
+    entries = meta.get("entries")
+    if not isinstance(entries, list):
+        raise DataFileError(f'{meta_file}: "entries" must be a list')
+    seen: set[str] = set()
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or set(entry) != set(_ENTRY_TYPES):
+            raise DataFileError(
+                f"{meta_file}: entries[{i}] must be an object with fields {sorted(_ENTRY_TYPES)}"
+            )
+        for key, types in _ENTRY_TYPES.items():
+            value = entry[key]
+            if not isinstance(value, types) or isinstance(value, bool):
+                raise DataFileError(f'{meta_file}: entries[{i}]["{key}"] has the wrong type')
+        if entry["id"] in seen:
+            raise DataFileError(f"{meta_file}: entries[{i}] repeats id {entry['id']!r}")
+        seen.add(entry["id"])
+    return meta
+
+
+def _read_vectors(path: Path, rows: int, dim: int) -> np.ndarray:
+    try:
+        vectors = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise DataFileError(f"{path}: the embeddings file is missing") from None
+    except (OSError, ValueError, EOFError) as e:  # truncated, not .npy, or pickled objects
+        raise DataFileError(f"{path}: unreadable embeddings ({e})") from None
+    if not isinstance(vectors, np.ndarray) or vectors.dtype != np.float32:
+        raise DataFileError(f"{path}: embeddings must be float32, got {vectors.dtype}")
+    if vectors.shape != (rows, dim):
+        raise DataFileError(
+            f"{path}: shape {vectors.shape}, but bank.json holds {rows} entries of dim {dim}"
+        )
+    if not np.isfinite(vectors).all():
+        raise DataFileError(f"{path}: embeddings contain NaN or infinity")
+    return vectors
 
 
 def save_bank(bank: MemoryBank, root: str | Path) -> Path:
@@ -72,7 +147,7 @@ def load_bank(root: str | Path, embedder=None, **bank_kwargs) -> MemoryBank:
     """The newest complete save under `root` as a bank (with `embedder` for text search)."""
     snap, dim = read_snapshot(latest_snapshot(root))
     if embedder is not None and embedder.dim != dim:
-        raise ValueError(
+        raise DataFileError(
             f"{root}: the bank holds {dim}-d vectors, the embedder makes {embedder.dim}"
         )
     bank = MemoryBank(embedder, dim=dim, **bank_kwargs)

@@ -5,9 +5,12 @@
     retriever.search(["who wrote Hamlet?"], k=3)  # [[{"id", "contents", "score"}, ...]]
 
 A saved corpus index is an atomic snapshot (memjax.memory.atomic) holding
-    meta.json    encoder source and layout, index kind, dim, document count, corpus path
+    meta.json    encoder source and layout, index kind, dim, document count, corpus path, and
+                 the fingerprint of what built it (corpus SHA-256, encoder, index kind)
     docs.jsonl   the corpus rows, so the index answers with documents on its own
     index/       the vector index (memjax.memory.index), keyed by document id
+`stale_index(root, corpus, encoder_meta, kind)` says whether a saved index may serve a
+corpus and encoder (None) or what differs, for jobs that reuse an index they built earlier.
 """
 
 from __future__ import annotations
@@ -21,12 +24,55 @@ from pathlib import Path
 
 import numpy as np
 
+from memjax.errors import DataFileError
+from memjax.fingerprint import differences, file_identity
 from memjax.memory.atomic import atomic_save, latest_snapshot
 from memjax.memory.index import ExactIndex, ScannIndex, ScannParams, read_index
 
 
-class CorpusError(ValueError):
+class CorpusError(DataFileError):
     pass
+
+
+def index_fingerprint(corpus_sha256: str, encoder_meta: dict | None, kind: str) -> dict:
+    """What a corpus index is built from: the corpus's content, the encoder, the index kind."""
+    encoder = encoder_meta or {}
+    return {
+        "corpus.sha256": corpus_sha256,
+        "encoder.source": encoder.get("source") or "",
+        "encoder.layout": encoder.get("layout") or "",
+        "index.kind": kind,
+    }
+
+
+def read_index_meta(root: str | Path) -> dict:
+    meta_file = latest_snapshot(root) / "meta.json"
+    try:
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise DataFileError(f"{meta_file}: unreadable index description ({e})") from None
+    if not isinstance(meta, dict):
+        raise DataFileError(f"{meta_file}: must hold a JSON object")
+    return meta
+
+
+def stale_index(
+    root: str | Path, corpus: str | Path | None, encoder_meta: dict | None, kind: str
+) -> list[str] | None:
+    """None when the index saved under `root` was built from this corpus (compared by
+    content; skipped when `corpus` is None or absent) with this encoder and kind; else what
+    differs. [] when nothing is saved there."""
+    try:
+        meta = read_index_meta(root)
+    except FileNotFoundError:
+        return []
+    saved = meta.get("fingerprint")
+    if not isinstance(saved, dict):
+        return differences(None, {})
+    current = index_fingerprint(saved.get("corpus.sha256", ""), encoder_meta, kind)
+    if corpus is not None and Path(corpus).is_file():
+        current["corpus.sha256"] = file_identity(corpus, meta.get("corpus_file"))["sha256"]
+    return differences(saved, current) or None
 
 
 def read_corpus(path: str | Path) -> list[dict]:
@@ -82,6 +128,7 @@ def build_corpus_index(
     """Embeds the corpus, builds the index, and publishes it under `output`; returns the
     snapshot directory."""
     rows = read_corpus(corpus)
+    corpus_file = file_identity(corpus)
     t0 = time.perf_counter()
     vectors = embed_corpus(rows, embedder)
     ids = [r["id"] for r in rows]
@@ -100,6 +147,8 @@ def build_corpus_index(
         "dim": embedder.dim,
         "documents": len(rows),
         "corpus": str(Path(corpus).resolve()),
+        "corpus_file": corpus_file,
+        "fingerprint": index_fingerprint(corpus_file["sha256"], encoder_meta, kind),
         "embed_seconds": round(t1 - t0, 3),
         "build_seconds": round(t2 - t1, 3),
     }

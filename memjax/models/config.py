@@ -13,6 +13,8 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from memjax import errors
+from memjax.model_errors import WeightsNotFoundError
 from memjax.models.lora_config import LoraConfig
 
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2")
@@ -20,8 +22,8 @@ SUPPORTED_MODEL_TYPES = ("llama", "qwen2")
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
 
 
-class ConfigError(ValueError):
-    pass
+class ConfigError(errors.ConfigError):
+    """A model config (config.json, GGUF metadata, overrides) with a bad or unsupported value."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,7 +149,7 @@ class DecoderConfig:
     def from_hf_dir(cls, path: str | Path, **overrides) -> DecoderConfig:
         file = Path(path) / "config.json"
         if not file.is_file():
-            raise FileNotFoundError(f"no config.json in checkpoint directory {path}")
+            raise WeightsNotFoundError(f"no config.json in checkpoint directory {path}")
         try:
             hf = json.loads(file.read_text())
         except json.JSONDecodeError as e:

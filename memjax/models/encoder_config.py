@@ -20,6 +20,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from memjax.model_errors import WeightsNotFoundError
 from memjax.models.config import ConfigError
 
 SUPPORTED_MODEL_TYPES = ("bert",)
@@ -178,7 +179,7 @@ def recipe_from_dir(path: str | Path, layout: str | None = None, **overrides) ->
 
 def _read_json(file: Path) -> Any:
     if not file.is_file():
-        raise FileNotFoundError(f"{file} does not exist")
+        raise WeightsNotFoundError(f"{file} does not exist")
     try:
         return json.loads(file.read_text())
     except json.JSONDecodeError as e:

@@ -9,11 +9,14 @@ From the paper (App. D): actor lr 1e-6, critic lr 1e-5 (PPO), constant schedule,
 greedy at validation and test, 4 x H100-80GB (8 for Qwen2.5-14B), trained with verl; reward =
 exact match; retrieval of 60 memories (30 per speaker).
 
-Not stated by the paper, so verl's defaults (which the paper ran) are used and named here:
-GRPO group size (8), KL coefficient 0.001 with the k3 ("low_var_kl") estimator for GRPO (PPO's
-eq. 2 has no KL term, so no reference model), clip 0.2 with dual clip 3.0, token-mean
-aggregation, one PPO epoch, weight decay 0.01, gradient clip 1.0, GAE gamma = lambda = 1.0,
-value clip 0.5, and a mini-batch equal to the batch (one update per step).
+Not stated by the paper, so memjax's choices (named here as memjax's, not as verl's
+defaults): GRPO group size 8 (verl's `rollout.n` defaults to 1), KL coefficient 0.001 with the
+k3 ("low_var_kl") estimator for GRPO (PPO's eq. 2 has no KL term, so no reference model), clip
+0.2 with dual clip 3.0, token-mean aggregation, one PPO epoch, weight decay 0.01, gradient clip
+1.0, GAE gamma = lambda = 1.0, value clip 0.5, a mini-batch equal to the batch (one update per
+step; verl's defaults are a 256-prompt mini-batch of a 1024-prompt batch), and 30 training steps
+(`train.num_steps`: verl's 30 epochs over conv-26's 152 questions, one 128-question step each).
+Both learning rates are constant with no warmup (App. D; verl's `warmup_style: constant`).
 
 The job trains the answer agent; `--config.job=memory_r1.train_manager` trains the memory
 manager with the same settings (the paper trains the two separately, same hyperparameters).
@@ -25,6 +28,7 @@ from collections.abc import Mapping
 
 from ml_collections import ConfigDict
 
+from memjax.agents.memory_r1.recipe import TRAINING_STEPS
 from memjax.recipes.rl_sections import lora_section, optimizer_section, policy_loss_section
 from memjax.recipes.scale import add_scale_sections
 
@@ -86,6 +90,7 @@ def paper_config(
     config.train.ppo_epochs = 1
     config.train.advantage_eps = 1e-6
     config.train.save_every_steps = 20
+    config.train.num_steps = TRAINING_STEPS  # see memjax.agents.memory_r1.recipe
 
     if algorithm == "ppo":
         # Field names of memjax.rl.optimizer.OptimizerConfig, as the RL trainer reads them.
@@ -93,6 +98,7 @@ def paper_config(
             {
                 "learning_rate": 1e-5,
                 "schedule": "constant",
+                "warmup_steps": 0,
                 "weight_decay": 0.01,
                 "max_grad_norm": 1.0,
             }

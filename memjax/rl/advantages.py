@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 
 SCALINGS = ("none", "group", "batch")
+SINGLETON_GROUPS = ("zero", "verl")
 
 
 def group_advantages(
@@ -21,20 +22,33 @@ def group_advantages(
     scaling: str = "group",
     ddof: int = 1,
     epsilon: float = 1e-6,
+    singleton_group: str = "zero",
 ) -> jax.Array:
     """(r - mean_group) / (std + epsilon) for rewards [N] in contiguous groups of `group_size`.
 
     scaling: "group" divides by each group's std (GRPO), "batch" by the std over all N
-    (REINFORCE++-style, TRL's scale_rewards="batch"), "none" does not divide (Dr.GRPO).
+    (REINFORCE++-style, TRL's scale_rewards="batch"), "none" does not divide (Dr.GRPO; verl's
+    norm_adv_by_std_in_grpo=False, TRL's scale_rewards="none").
     ddof: 1 for the unbiased std (verl, TRL, Tunix), 0 for the population std (MaxText, EasyDeL).
-    A group too small for its ddof (one sample with ddof=1) has no spread: its advantage is 0.
+    epsilon: 1e-6 as verl's compute_grpo_outcome_advantage (verl/trainer/ppo/core_algos.py,
+    `epsilon`); TRL adds 1e-4 (trl/trainer/grpo_trainer.py, `std_rewards + 1e-4`).
+    singleton_group, for groups of one sample (group_size 1), where the peers disagree:
+      "zero": such a group has no spread and carries no signal, advantage 0 (memjax);
+      "verl": verl's compute_grpo_outcome_advantage takes mean 0 and std 1 for it, so the
+        advantage is the reward itself (divided by 1 + epsilon under "group" scaling).
+      TRL refuses groups of one (GRPOConfig needs num_generations >= 2).
+    A group too small for its ddof otherwise (ddof=1) has no std either: its advantage is 0.
     """
     if scaling not in SCALINGS:
         raise ValueError(f"scaling={scaling!r}; choose from {SCALINGS}")
+    if singleton_group not in SINGLETON_GROUPS:
+        raise ValueError(f"singleton_group={singleton_group!r}; choose from {SINGLETON_GROUPS}")
     rewards = jnp.asarray(rewards, jnp.float32)
     n = rewards.shape[0]
     if group_size < 1 or n % group_size:
         raise ValueError(f"{n} rewards do not split into groups of {group_size}")
+    if group_size == 1 and singleton_group == "verl":
+        return _verl_singletons(rewards, scaling, ddof, epsilon)
     grouped = rewards.reshape(n // group_size, group_size)  # [N/G, G]
     centred = grouped - grouped.mean(axis=1, keepdims=True)  # [N/G, G]
     if scaling == "none":
@@ -44,8 +58,21 @@ def group_advantages(
             return jnp.zeros_like(rewards)
         std = jnp.std(grouped, axis=1, ddof=ddof, keepdims=True)  # [N/G, 1]
     else:
-        std = jnp.std(rewards, ddof=ddof) if n > ddof else jnp.float32(1.0)
+        std = _batch_std(rewards, ddof)
     return (centred / (std + epsilon)).reshape(n)
+
+
+def _batch_std(rewards: jax.Array, ddof: int) -> jax.Array:
+    n = rewards.shape[0]
+    return jnp.std(rewards, ddof=ddof) if n > ddof else jnp.float32(1.0)
+
+
+def _verl_singletons(rewards: jax.Array, scaling: str, ddof: int, epsilon: float) -> jax.Array:
+    """Groups of one as verl scores them: mean 0 and std 1, so r / (1 + epsilon). [N]"""
+    if scaling == "none":
+        return rewards
+    std = jnp.float32(1.0) if scaling == "group" else _batch_std(rewards, ddof)
+    return rewards / (std + epsilon)
 
 
 def broadcast_to_contexts(
@@ -115,6 +142,7 @@ def masked_whiten(x: jax.Array, mask: jax.Array, *, shift_mean: bool = True, eps
 
 __all__ = [
     "SCALINGS",
+    "SINGLETON_GROUPS",
     "group_advantages",
     "broadcast_to_contexts",
     "token_advantages",

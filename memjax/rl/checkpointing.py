@@ -11,30 +11,43 @@ Items of a step directory:
             carries, so a checkpoint written on one mesh restores onto another
     data    the grain iterator position (grain's own checkpoint handler)
     extra   JSON-able extra state (counters, small memory banks)
+    run_spec  the config fields that shape the state (model shape, algorithm, optimizer, LoRA)
     dir_*   directory items: the environment writes files into a folder and reads them back
             (on several processes, each into its own `process_<i>` subfolder)
 
 Saves are asynchronous (arrays are copied to host, then written in the background) and atomic:
 a step directory appears only once complete, so a run killed mid-save resumes from the last
 complete one. Preservation keeps the last N steps and the best K by a metric.
+
+Resume (`restore` without a step) verifies the newest step and falls back to the newest complete
+one: a step whose items are missing or unreadable (a deleted `_METADATA` or array chunk, a
+truncated iterator state, a corrupt JSON item, a missing directory item) is skipped with one
+warning line naming the item, then moved to `<directory>/damaged/` so the run can save that
+step number again. A step that is intact but does not fit the run (another model shape,
+algorithm or optimizer: its run spec or its array shapes differ) is refused with one
+`CheckpointError` line naming what differs, before any array is read.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import grain
 import orbax.checkpoint as ocp
+from absl import logging
 from etils import epath
 
 from memjax import distributed
+from memjax.errors import CheckpointError
+from memjax.log_filter import libraries_silenced
+from memjax.rl import checkpoint_checks as checks
+from memjax.rl.checkpoint_checks import DamagedStep
 
-
-class CheckpointError(RuntimeError):
-    pass
+DAMAGED_DIR = "damaged"  # where skipped steps are moved (not a step name, so orbax ignores it)
 
 
 # ------------------------------------------------------------------------------ directory items
@@ -89,6 +102,17 @@ class DirectoryRestore(ocp.args.CheckpointArgs):
 
 
 # ------------------------------------------------------------------------------ manager
+
+
+@dataclasses.dataclass(frozen=True)
+class _Request:
+    """What one restore asks for (the same for every step it tries)."""
+
+    abstract_state: Any
+    data_iterator: Any
+    with_extra: bool
+    dirs: dict[str, Callable[[Path], Any]]
+    run_spec: Mapping[str, Any] | None
 
 
 class Checkpointer:
@@ -149,13 +173,18 @@ class Checkpointer:
         extra: dict | None = None,
         dirs: dict[str, Callable[[Path], None]] | None = None,
         metrics: dict[str, float] | None = None,
+        run_spec: Mapping[str, Any] | None = None,
         force: bool = True,
     ) -> bool:
+        """Saves one step. `run_spec` (the config fields that shape `state`, nested mappings
+        allowed) is what `restore(run_spec=...)` compares against before restoring."""
         items = {"state": ocp.args.StandardSave(state)}
         if data_iterator is not None:
             items["data"] = grain.checkpoint.CheckpointSave(data_iterator)
         if extra is not None:
             items["extra"] = ocp.args.JsonSave(extra)
+        if run_spec is not None:
+            items["run_spec"] = ocp.args.JsonSave(checks.flatten_spec(run_spec))
         for name, writer in (dirs or {}).items():
             items[f"dir_{name}"] = DirectorySave(writer)
         return self._manager.save(
@@ -174,31 +203,136 @@ class Checkpointer:
         data_iterator=None,
         with_extra: bool = False,
         dirs: dict[str, Callable[[Path], Any]] | None = None,
+        run_spec: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Restores step (default: latest) onto the shardings of `abstract_state` (a tree of
-        jax.ShapeDtypeStruct with .sharding, or of arrays). The grain iterator is restored in
-        place. Returns {"step", "state", "extra" (if asked), "dir_<name>": reader result}."""
-        step = self.latest_step() if step is None else step
-        if step is None:
+        """Restores onto the shardings of `abstract_state` (a tree of jax.ShapeDtypeStruct with
+        .sharding, or of arrays). The grain iterator is restored in place. Returns {"step",
+        "state", "extra" (if asked), "dir_<name>": reader result}.
+
+        Without `step`: the newest step that restores completely; damaged newer steps are
+        skipped (one warning line each) and moved to `damaged/`. With `step`: that step, or a
+        CheckpointError saying why not. Either way a step whose run spec (when both it and
+        `run_spec` are given) or array tree differs from this run's is refused."""
+        request = _Request(abstract_state, data_iterator, with_extra, dict(dirs or {}), run_spec)
+        if step is not None:
+            if step not in self._manager.all_steps():
+                raise CheckpointError(
+                    f"no checkpoint for step {step} in {self.directory}; have {self.all_steps()}"
+                )
+            try:
+                return self._restore_step(step, request)
+            except DamagedStep as e:
+                raise CheckpointError(f"{self._step_dir(step)}: {e}") from None
+        steps = self.all_steps()
+        if not steps:
             raise CheckpointError(f"no checkpoint in {self.directory}")
-        if step not in self._manager.all_steps():
-            raise CheckpointError(
-                f"no checkpoint for step {step} in {self.directory}; have {self.all_steps()}"
+        skipped: list[tuple[int, str]] = []
+        for candidate in reversed(steps):
+            try:
+                result = self._restore_step(candidate, request)
+            except DamagedStep as e:
+                skipped.append((candidate, str(e)))
+                logging.warning(
+                    "%s: skipped, %s; trying the step before", self._step_dir(candidate), e
+                )
+                continue
+            if skipped:
+                self._set_aside([s for s, _ in skipped])
+                logging.warning(
+                    "%s: resumed from step %d; skipped step(s) %s moved to %s",
+                    self.directory,
+                    candidate,
+                    ", ".join(str(s) for s, _ in skipped),
+                    self.directory / DAMAGED_DIR,
+                )
+            return result
+        reasons = "; ".join(f"step {s}: {why}" for s, why in skipped)
+        raise CheckpointError(f"{self.directory}: no complete checkpoint ({reasons})")
+
+    # ---------------------------------------------------------------- one step
+
+    def _step_dir(self, step: int) -> Path:
+        return self.directory / str(step)
+
+    def _restore_step(self, step: int, request: _Request) -> dict[str, Any]:
+        """Checks, then restores, one step. Raises DamagedStep for a step that cannot be read,
+        CheckpointError for one that does not fit the run. The cheap items come first so a
+        damaged step is found before its arrays are read; the directory items (whose readers
+        load state into the environment) come last, once everything else has been read."""
+        step_dir = self._step_dir(step)
+        needed = ["state"] + (["data"] if request.data_iterator is not None else [])
+        needed += (["extra"] if request.with_extra else []) + [f"dir_{n}" for n in request.dirs]
+        missing = [item for item in needed if not (step_dir / item).is_dir()]
+        if missing:
+            raise DamagedStep(f"item {', '.join(missing)} is missing")
+        if request.run_spec is not None and (step_dir / "run_spec").is_dir():
+            saved_spec = self._restore_item(step, "run_spec", ocp.args.JsonRestore())
+            differences = checks.spec_differences(saved_spec, request.run_spec)
+            if differences:
+                raise CheckpointError(f"{step_dir}: {checks.summarize(differences)}")
+        self._check_tree(step, request.abstract_state)
+        result: dict[str, Any] = {"step": step}
+        if request.with_extra:
+            result["extra"] = self._restore_item(step, "extra", ocp.args.JsonRestore())
+        if request.data_iterator is not None:
+            self._restore_item(
+                step, "data", grain.checkpoint.CheckpointRestore(request.data_iterator)
             )
-        items = {"state": ocp.args.StandardRestore(abstract_state)}
-        if data_iterator is not None:
-            items["data"] = grain.checkpoint.CheckpointRestore(data_iterator)
-        if with_extra:
-            items["extra"] = ocp.args.JsonRestore()
-        for name, reader in (dirs or {}).items():
-            items[f"dir_{name}"] = DirectoryRestore(reader)
-        out = self._manager.restore(step, args=ocp.args.Composite(**items))
-        result = {"step": step, "state": out["state"]}
-        if with_extra:
-            result["extra"] = out["extra"]
-        for name in dirs or {}:
-            result[f"dir_{name}"] = out[f"dir_{name}"]
+        result["state"] = self._restore_item(
+            step, "state", ocp.args.StandardRestore(request.abstract_state)
+        )
+        for name, reader in request.dirs.items():
+            result[f"dir_{name}"] = self._restore_item(
+                step, f"dir_{name}", DirectoryRestore(reader)
+            )
         return result
+
+    def _restore_item(self, step: int, item: str, args: ocp.args.CheckpointArgs):
+        """One item of a step; any failure to read it is damage, said in one line (orbax's and
+        tensorstore's own messages run over dozens of lines: they go to the debug log)."""
+        try:
+            with libraries_silenced():
+                return self._manager.restore(step, args=ocp.args.Composite(**{item: args}))[item]
+        except CheckpointError:
+            raise
+        except Exception as e:  # orbax, grain and tensorstore raise many kinds
+            logging.debug("restoring %s of %s", item, self._step_dir(step), exc_info=True)
+            raise DamagedStep(f"item {item} is unreadable: {checks.first_line(e)}") from None
+
+    def _check_tree(self, step: int, abstract_state) -> None:
+        """The saved array tree against this run's: the same paths with the same shapes."""
+        try:
+            with libraries_silenced():
+                saved = ocp.PyTreeCheckpointHandler().metadata(
+                    epath.Path(self._step_dir(step) / "state")
+                )
+        except Exception as e:
+            raise DamagedStep(
+                f"item state has no readable metadata: {checks.first_line(e)}"
+            ) from None
+        differences = checks.tree_differences(
+            checks.tree_shapes(saved.tree), checks.tree_shapes(abstract_state)
+        )
+        if differences:
+            raise CheckpointError(
+                f"{self._step_dir(step)}: the saved state does not fit this run: "
+                f"{checks.summarize(differences)}"
+            )
+
+    def _set_aside(self, steps: list[int]) -> None:
+        """Moves damaged steps to `damaged/<step>` (kept for inspection, out of the manager's
+        view), so the resumed run can save those step numbers again."""
+        if distributed.is_primary():
+            target_root = self.directory / DAMAGED_DIR
+            target_root.mkdir(exist_ok=True)
+            for step in steps:
+                target, n = target_root / str(step), 1
+                while target.exists():
+                    target, n = target_root / f"{step}.{n}", n + 1
+                shutil.move(str(self._step_dir(step)), str(target))
+        if distributed.process_count() > 1:
+            ocp.multihost.sync_global_processes("memjax_checkpoint_set_aside")
+        self._manager.reload()
 
     def wait(self) -> None:
         self._manager.wait_until_finished()

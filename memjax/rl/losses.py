@@ -6,9 +6,13 @@ denominator is computed once from the *whole* mini-batch's mask (over all micro-
 devices) and the sums of the micro-batches are added. Because the denominator does not depend on
 parameters, the accumulated gradient is exactly the gradient of the full-batch loss.
 
-Formulas follow verl / TRL (see reference/jax_anchors.md sections 8-10):
+Formulas follow verl's verl/trainer/ppo/core_algos.py (v0.5 line: `compute_policy_loss_vanilla`,
+`kl_penalty` / `kl_penalty_forward`, `compute_value_loss`, `agg_loss`) and TRL's
+trl/trainer/grpo_trainer.py `_compute_loss` where the two differ (see reference/jax_anchors.md
+sections 8-10):
   policy: max(-A r, -A clip(r, 1-eps_low, 1+eps_high)), optional dual clip min(., -c A) for A<0
-  KL:     k1 = logp - ref, k2 = (logp - ref)^2 / 2, k3 = exp(ref - logp) - (ref - logp) - 1
+  KL:     k1 = logp - ref, k2 = (logp - ref)^2 / 2, k3 = exp(ref - logp) - (ref - logp) - 1,
+          k3+: the value of k3 with the gradient of k2
   value:  max((V - R)^2, (clip(V, V_old - c, V_old + c) - R)^2) / 2
 """
 
@@ -21,7 +25,11 @@ import jax.numpy as jnp
 
 AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
 KL_KINDS = ("k1", "k2", "k3", "k3+")
+KL_ALIASES = {"kl": "k1", "mse": "k2", "low_var_kl": "k3", "low_var_kl+": "k3+"}
+EMPTY_ROWS = ("skip", "count")
 LOG_RATIO_CLAMP = 20.0  # exp(20) ~ 5e8: a finite ratio even for badly stale samples
+# kl_clamp="verl": verl's kl_penalty_forward clamps only low_var_kl (k3) at +-10; k1, k2 are bare.
+VERL_KL_CLAMPS: dict[str, float | None] = {"k1": None, "k2": None, "k3": 10.0}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,18 +39,42 @@ class PolicyLossConfig:
     dual_clip: float | None = None  # c > 1 (verl/MemSearcher: 3.0); None disables it
     kl_coef: float = 0.0  # beta; 0 skips the reference model entirely
     kl_kind: str = "k3"  # k3 is the default loss term: k1's expected gradient is zero on-policy
-    kl_clamp: float | None = 10.0  # symmetric clamp on the per-token KL estimate
+    kl_clamp: float | str | None = "verl"  # see kl_estimate: "verl" clamps only k3/k3+ at +-10
     entropy_coef: float = 0.0
     agg_mode: str = "token-mean"
-    agg_norm: float | None = None  # seq-mean-token-sum-norm's constant (default: T)
+    # seq-mean-token-sum-norm's constant: the response budget (the sampler's max_new_tokens), as
+    # verl's agg_loss(loss_scale_factor=...), TRL's max_completion_length and the Dr.GRPO
+    # authors' generate_max_length. Required by that mode; unused by the others.
+    loss_scale_factor: int | None = None
+    # Rows without trainable tokens in the seq-mean-* denominators: see aggregate_denominator.
+    empty_rows: str = "skip"
 
     def __post_init__(self):
         if self.agg_mode not in AGG_MODES:
-            raise ValueError(f"agg_mode={self.agg_mode!r}; choose from {AGG_MODES}")
-        if self.kl_kind not in KL_KINDS:
-            raise ValueError(f"kl_kind={self.kl_kind!r}; choose from {KL_KINDS}")
+            raise ValueError(f"loss.agg_mode={self.agg_mode!r}; choose from {AGG_MODES}")
+        kind = KL_ALIASES.get(self.kl_kind, self.kl_kind)
+        if kind not in KL_KINDS:
+            raise ValueError(f"loss.kl_kind={self.kl_kind!r}; choose from {KL_KINDS}")
+        _check_kl_clamp(self.kl_clamp)
         if self.dual_clip is not None and self.dual_clip <= 1.0:
-            raise ValueError(f"dual_clip={self.dual_clip} must be > 1")
+            raise ValueError(f"loss.dual_clip={self.dual_clip} must be > 1")
+        if self.empty_rows not in EMPTY_ROWS:
+            raise ValueError(f"loss.empty_rows={self.empty_rows!r}; choose from {EMPTY_ROWS}")
+        if self.agg_mode == "seq-mean-token-sum-norm" and not (
+            isinstance(self.loss_scale_factor, int) and self.loss_scale_factor > 0
+        ):
+            raise ValueError(
+                f"loss.loss_scale_factor={self.loss_scale_factor!r}: agg_mode "
+                "seq-mean-token-sum-norm needs the response budget as a positive int "
+                "(set it to sampling.max_new_tokens)"
+            )
+
+
+def _check_kl_clamp(clamp) -> None:
+    if clamp is None or clamp == "verl":
+        return
+    if isinstance(clamp, str) or not clamp > 0:
+        raise ValueError(f"loss.kl_clamp={clamp!r}; use 'verl', None or a positive number")
 
 
 # ------------------------------------------------------------------------------ policy
@@ -80,37 +112,57 @@ def clipped_policy_loss(
 
 
 def kl_estimate(
-    logp: jax.Array, ref_logp: jax.Array, kind: str = "k3", clamp: float | None = 10.0
+    logp: jax.Array, ref_logp: jax.Array, kind: str = "k3", clamp: float | str | None = "verl"
 ) -> jax.Array:
     """Per-token estimate of KL(pi || pi_ref) from samples of pi. [B, T].
 
-    "k3+" has k3's value and k2's (unbiased) gradient, by a straight-through trick.
+    Follows verl's `kl_penalty` / `kl_penalty_forward` (verl/trainer/ppo/core_algos.py, v0.5):
+      k1 = logp - ref and k2 = (logp - ref)^2 / 2, on the bare log-ratio;
+      k3 = exp(d) - d - 1 with d = ref - logp clamped to +-20 first (exp must stay finite);
+      "k3+" has k3's (clamped) value and k2's gradient, k2 - sg(k2) + sg(k3): the gradient is
+      always logp - ref, however far the value is clamped.
+    kind also takes verl's names: "kl", "mse", "low_var_kl", "low_var_kl+".
+    clamp: "verl" clamps as verl does, k3 (and k3+'s value) at +-10 and k1, k2 not at all; a
+    number c clamps the value of any kind at +-c (zero gradient beyond, except for k3+, whose
+    gradient is k2's); None clamps nothing.
     """
+    kind = KL_ALIASES.get(kind, kind)
     if kind not in KL_KINDS:
         raise ValueError(f"kl kind {kind!r}; choose from {KL_KINDS}")
-    delta = jnp.clip(ref_logp - logp, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)  # log(pi_ref / pi)
-    k2 = 0.5 * delta**2
-    if kind == "k1":
-        kl = -delta
-    elif kind == "k2":
-        kl = k2
+    _check_kl_clamp(clamp)
+    base = kind.removesuffix("+")
+    log_ratio = logp - ref_logp  # log(pi / pi_ref) [B, T]
+    k2 = 0.5 * log_ratio**2
+    if base == "k1":
+        value = log_ratio
+    elif base == "k2":
+        value = k2
     else:
-        kl = jnp.exp(delta) - delta - 1.0
-        if kind == "k3+":
-            kl = k2 + jax.lax.stop_gradient(kl - k2)
-    if clamp is not None:
-        kl = jnp.clip(kl, -clamp, clamp)
-    return kl
+        delta = jnp.clip(-log_ratio, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)  # log(pi_ref / pi)
+        value = jnp.exp(delta) - delta - 1.0
+    bound = VERL_KL_CLAMPS[base] if clamp == "verl" else clamp
+    if bound is not None:
+        value = jnp.clip(value, -bound, bound)
+    if kind.endswith("+"):
+        value = k2 - jax.lax.stop_gradient(k2) + jax.lax.stop_gradient(value)
+    return value
 
 
 def value_loss(
     values: jax.Array, old_values: jax.Array, returns: jax.Array, clip: float | None = 0.2
 ) -> tuple[jax.Array, jax.Array]:
-    """PPO's clipped value loss per token [B, T], and where the clipped branch was taken."""
+    """PPO's clipped value loss per token [B, T], and where the clipped branch was taken.
+
+    As verl's `compute_value_loss` (verl/trainer/ppo/core_algos.py): V is clipped into
+    [V_old - c, V_old + c] directly, so a V inside the band comes back bit for bit and only
+    tokens whose V lies outside it can count as clipped (vf_clipfrac: the clipped loss is the
+    larger). Building V_old + clip(V - V_old) instead would round inside the band and count
+    tokens that were never clipped.
+    """
     unclipped = (values - returns) ** 2
     if clip is None:
         return 0.5 * unclipped, jnp.zeros(values.shape, jnp.bool_)
-    v_clip = old_values + jnp.clip(values - old_values, -clip, clip)
+    v_clip = jnp.clip(values, old_values - clip, old_values + clip)
     clipped = (v_clip - returns) ** 2
     return 0.5 * jnp.maximum(unclipped, clipped), clipped > unclipped
 
@@ -125,7 +177,12 @@ def _rows_with_tokens(mask: jax.Array) -> jax.Array:
 def aggregate_sum(
     x: jax.Array, mask: jax.Array, mode: str = "token-mean", norm: float | None = None
 ) -> jax.Array:
-    """The numerator of `mode` for x [B, T] under mask [B, T] (a scalar)."""
+    """The numerator of `mode` for x [B, T] under mask [B, T] (a scalar).
+
+    seq-mean-token-sum-norm divides each row's sum by `norm`, the response budget (Dr.GRPO's
+    constant: verl's loss_scale_factor, TRL's max_completion_length), never by the row width T,
+    which in memjax includes the prompt.
+    """
     m = mask.astype(jnp.float32)
     xm = jnp.where(m > 0, x, 0.0)  # where, not x * m: a NaN in a padded slot must not leak
     if mode == "token-mean":
@@ -136,22 +193,54 @@ def aggregate_sum(
     if mode == "seq-mean-token-sum":
         return row_sum.sum()
     if mode == "seq-mean-token-sum-norm":
-        return row_sum.sum() / (x.shape[-1] if norm is None else norm)
+        if norm is None:
+            raise ValueError("seq-mean-token-sum-norm needs norm, the response budget")
+        return row_sum.sum() / norm
     raise ValueError(f"aggregation mode {mode!r}; choose from {AGG_MODES}")
 
 
-def aggregate_denominator(mask: jax.Array, mode: str = "token-mean") -> jax.Array:
-    """The denominator of `mode`: trainable tokens (token-mean) or non-empty rows (seq-*)."""
+def aggregate_denominator(
+    mask: jax.Array,
+    mode: str = "token-mean",
+    *,
+    empty_rows: str = "skip",
+    token_mask: jax.Array | None = None,
+) -> jax.Array:
+    """The denominator of `mode`: trainable tokens (token-mean) or rows (seq-*).
+
+    empty_rows, for the seq-* modes, where the peers disagree on a row with no trainable token:
+      "skip": it is not counted, as verl's `agg_loss` (global_batch_size unset: rows whose loss
+        mask has a token);
+      "count": it is counted, as TRL's `_compute_loss` (the mean over per_token_loss.size(0),
+        which includes completions masked out by mask_truncated_completions). A row counts
+        when token_mask [B, T] has a token, so the empty rows that pad a batch to the mesh
+        never do; without token_mask every row counts.
+    """
     if mode not in AGG_MODES:
         raise ValueError(f"aggregation mode {mode!r}; choose from {AGG_MODES}")
+    if empty_rows not in EMPTY_ROWS:
+        raise ValueError(f"empty_rows={empty_rows!r}; choose from {EMPTY_ROWS}")
     if mode == "token-mean":
         return mask.astype(jnp.float32).sum()
-    return _rows_with_tokens(mask).sum()
+    if empty_rows == "skip":
+        return _rows_with_tokens(mask).sum()
+    if token_mask is None:
+        return jnp.float32(mask.shape[0])
+    return _rows_with_tokens(token_mask).sum()
 
 
-def aggregate(x, mask, mode: str = "token-mean", norm: float | None = None):
+def aggregate(
+    x,
+    mask,
+    mode: str = "token-mean",
+    norm: float | None = None,
+    *,
+    empty_rows: str = "skip",
+    token_mask=None,
+):
     """(sum, denominator) of x [B, T] under mask [B, T]; the mean is sum / max(denominator, 1)."""
-    return aggregate_sum(x, mask, mode, norm), aggregate_denominator(mask, mode)
+    den = aggregate_denominator(mask, mode, empty_rows=empty_rows, token_mask=token_mask)
+    return aggregate_sum(x, mask, mode, norm), den
 
 
 def safe_divide(total, denominator):
@@ -175,7 +264,7 @@ def policy_objective(
     token count under "tokens".
     """
     mask = batch["loss_mask"]
-    agg = lambda x: aggregate_sum(x, mask, cfg.agg_mode, cfg.agg_norm)
+    agg = lambda x: aggregate_sum(x, mask, cfg.agg_mode, cfg.loss_scale_factor)
     tok = lambda x: aggregate_sum(x.astype(jnp.float32), mask, "token-mean")
     pg, info = clipped_policy_loss(
         logp,
@@ -215,7 +304,10 @@ def policy_objective(
 
 __all__ = [
     "AGG_MODES",
+    "EMPTY_ROWS",
+    "KL_ALIASES",
     "KL_KINDS",
+    "VERL_KL_CLAMPS",
     "PolicyLossConfig",
     "clipped_policy_loss",
     "kl_estimate",

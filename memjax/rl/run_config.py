@@ -17,6 +17,7 @@ from memjax.errors import ConfigError
 from memjax.models.lora_config import LoraConfig, lora_config_from
 from memjax.rl.advantages import SCALINGS
 from memjax.rl.losses import PolicyLossConfig
+from memjax.rl.minibatches import MODES, MiniBatchConfig
 from memjax.rl.optimizer import OptimizerConfig
 from memjax.sampling.sampling_params import SamplingParams
 from memjax.training.schedule import LoopConfig
@@ -56,7 +57,7 @@ class RLRunConfig:
     prompts_per_step: int
     seq_len: int  # tokens per training row (prompt + completions + observations)
     epochs: int  # passes over a step's rows
-    mini_batches: int  # optimizer updates per epoch
+    mini_batches: int  # optimizer updates per epoch ("shuffled" mini-batches)
     micro_batches: int  # gradient-accumulation slices per update
     vocab_chunk: int  # log-probs over the vocabulary in chunks of this many ids
     old_logprobs: str  # "trainer" recomputes them; "sampler" takes the sampler's
@@ -68,9 +69,17 @@ class RLRunConfig:
     critic_optimizer: OptimizerConfig | None  # PPO only
     mesh: dict | None
     lora: LoraConfig | None = None  # `lora.rank` > 0: train adapters over a frozen base
+    # How a step's rows become updates (memjax.rl.minibatches): "shuffled" (`mini_batches` per
+    # epoch) or "in_order" (chunks of `mini_batch_rows`, MemSearcher's trainer).
+    mini_batch: MiniBatchConfig = MiniBatchConfig()
 
     @property
     def total_updates(self) -> int:
+        """Updates over the run; for "in_order" a lower bound (one context per trajectory)."""
+        if self.mini_batch.mode == "in_order":
+            rows = self.prompts_per_step * self.group_size
+            per_step = -(-rows // self.mini_batch.rows_per_mini_batch)
+            return self.loop.num_steps * self.epochs * per_step
         return self.loop.num_steps * self.epochs * self.mini_batches
 
     @classmethod
@@ -98,9 +107,13 @@ class RLRunConfig:
             require(value_clip > 0, f"{path}.value_clip", value_clip, "must be > 0 (or None)")
         if "sampling" not in values:
             raise ConfigError(f"{path}.sampling: missing (at least max_new_tokens)")
+        mini_batch = _mini_batch(values, ints, path)
         total = loop.num_steps * ints["epochs"] * ints["mini_batches"]
+        if mini_batch.mode == "in_order":
+            rows = ints["prompts_per_step"] * ints["group_size"]
+            total = loop.num_steps * ints["epochs"] * -(-rows // mini_batch.rows_per_mini_batch)
         has_critic = algo == "ppo"
-        return cls(
+        rc = cls(
             loop=loop,
             algo=algo,
             old_logprobs=old,
@@ -117,7 +130,20 @@ class RLRunConfig:
             mesh=as_dict(values.get("mesh")) or None,
             lora=_lora(values.get("lora"), path),
             **ints,
+            mini_batch=mini_batch,
+            **{k: v for k, v in ints.items() if k in _RUN_INTS},
         )
+        if mini_batch.mode == "in_order":
+            for name in ("optimizer", "critic_optimizer"):
+                opt = getattr(rc, name)
+                require(
+                    opt is None or opt.schedule == "constant",
+                    f"{path}.{name}.schedule",
+                    None if opt is None else opt.schedule,
+                    "mini_batch_mode 'in_order' makes a varying number of updates per step; "
+                    "use a constant schedule",
+                )
+        return rc
 
 
 _INT_FIELDS = {
@@ -128,7 +154,25 @@ _INT_FIELDS = {
     "mini_batches": 1,
     "micro_batches": 1,
     "vocab_chunk": 4096,
+    "mini_batch_rows": 0,
+    "mini_batch_shards": 1,
 }
+_RUN_INTS = tuple(k for k in _INT_FIELDS if not k.startswith("mini_batch_"))
+
+
+def _mini_batch(values: dict, ints: dict, path: str) -> MiniBatchConfig:
+    mode = values.get("mini_batch_mode", "shuffled")
+    require(mode in MODES, f"{path}.mini_batch_mode", mode, f"choose from {MODES}")
+    rows, shards = ints["mini_batch_rows"], ints["mini_batch_shards"]
+    if mode == "in_order":
+        require(rows >= 1, f"{path}.mini_batch_rows", rows, "must be >= 1 for 'in_order'")
+        require(
+            shards >= 1 and rows % shards == 0,
+            f"{path}.mini_batch_shards",
+            shards,
+            f"must be >= 1 and divide mini_batch_rows={rows}",
+        )
+    return MiniBatchConfig(mode, ints["mini_batches"], rows, shards)
 
 
 def _lora(section, path: str) -> LoraConfig | None:

@@ -8,8 +8,11 @@ prompt and copy the target token repeatedly.
 
 from __future__ import annotations
 
+import json
+
 import jax
 
+from memjax.errors import ConfigError
 from memjax.models.config import DecoderConfig
 from memjax.models.decoder import decoder_abstract
 from memjax.models.params import flatten_with_names, init_params
@@ -72,7 +75,7 @@ def train_job(config, workdir) -> None:
     from memjax.rl.trainer import summary_line, train
 
     if not workdir:
-        raise SystemExit("rl.train: --workdir is required (checkpoints, TensorBoard, plots)")
+        raise ConfigError("--workdir: rl.train needs a directory (checkpoints, TensorBoard, plots)")
     cfg = toy_decoder_config(config.model)
     std = float(config.model.get("init_stddev", INIT_STDDEV))
     params = jax.jit(lambda k: toy_params(cfg, k, std))(jax.random.key(config.seed))
@@ -91,6 +94,9 @@ def train_job(config, workdir) -> None:
         pad_id=PAD,
         base_source=f"toy decoder, random init seed {config.seed}",
     )
+    if "interrupted_at" in result:  # config.stop_after: a simulated crash, nothing to sum up
+        print(json.dumps({"interrupted_at": result["interrupted_at"]}), flush=True)
+        return
     print(summary_line(result), flush=True)
 
 

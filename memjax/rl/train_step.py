@@ -275,7 +275,12 @@ def policy_train_step(
     return TrainStep(
         objective,
         optimizer,
-        denominator=lambda b: losses.aggregate_denominator(b["loss_mask"], loss_cfg.agg_mode),
+        denominator=lambda b: losses.aggregate_denominator(
+            b["loss_mask"],
+            loss_cfg.agg_mode,
+            empty_rows=loss_cfg.empty_rows,
+            token_mask=b["token_mask"],
+        ),
         finalize=finalize_policy_metrics,
         num_micro_batches=num_micro_batches,
         mesh=mesh,

@@ -10,7 +10,8 @@ One step of `RLTask`:
      (multi-context GRPO); or PPO: critic values + GAE over the trainable tokens;
   4. old log-probs (recomputed by the trainer, or the sampler's), reference log-probs when the
      KL term is on;
-  5. `epochs` passes over `mini_batches` shuffled mini-batches, one optimizer update each
+  5. `epochs` passes over the mini-batch plan (memjax.rl.minibatches: `mini_batches` shuffled
+     ones, or MemSearcher's in-order chunks of `mini_batch_rows`), one optimizer update each
      (micro-batched inside the train step).
 The loop around it (resume, logging, evaluation, plots, checkpoints) is `memjax.training.loop`,
 shared with SFT.
@@ -51,6 +52,7 @@ from memjax.rl import host_batches, losses, train_step
 from memjax.rl import lora_state as lora_lib
 from memjax.rl.environment import Environment
 from memjax.rl.logprobs import make_logprob_fn
+from memjax.rl.minibatches import pad_plan, padded_size, plan_mini_batches, take_rows
 from memjax.rl.optimizer import OptimizerConfig
 from memjax.rl.rollout import Completion, pack, run_episodes
 from memjax.rl.run_config import ALGOS, RLRunConfig
@@ -150,7 +152,11 @@ class RLTask:
         self.label = rc.algo
         self.mesh = mesh_from(rc.mesh)
         self.rules = TRAIN_RULES if self.mesh is not None else None
-        self.rows_multiple = rows_multiple(rc.mini_batches, rc.micro_batches, self.mesh)
+        if rc.mini_batch.mode == "in_order":  # each mini-batch is padded on its own
+            self.rows_multiple = rows_multiple(1, rc.micro_batches, self.mesh)
+            self.mini_batch_size = padded_size(rc.mini_batch, self.rows_multiple)
+        else:
+            self.rows_multiple = rows_multiple(rc.mini_batches, rc.micro_batches, self.mesh)
         self.eval_examples = list(eval_examples)
         self.has_eval = bool(self.eval_examples)
         self.eval_env = eval_env or env
@@ -299,7 +305,7 @@ class RLTask:
             batch["advantages"] = self._grpo_advantages(rewards, row_traj, batch["loss_mask"])
         else:
             self._add_ppo_targets(batch, rewards, row_traj)
-        metrics = self._update(batch, np.random.default_rng([rc.loop.seed, step]))
+        metrics = self._update(batch, row_traj, np.random.default_rng([rc.loop.seed, step]))
         record = self._record(trajs, rewards, row_traj, truncated, t_roll, t0)
         return record, metrics
 
@@ -355,20 +361,26 @@ class RLTask:
         batch["old_values"] = values
         batch["returns"] = np.asarray(ret)
 
-    def _update(self, batch, np_rng) -> dict[str, float]:
-        """`epochs` passes over shuffled mini-batches; the mean of each update's metrics."""
-        rows = batch["tokens"].shape[0]
-        per_mini = rows // self.rc.mini_batches
+    def _update(self, batch, row_traj, np_rng) -> dict[str, float]:
+        """`epochs` passes over the mini-batch plan (memjax.rl.minibatches); the mean of each
+        update's metrics."""
         sums: dict[str, float] = {}
         updates = 0
         for _epoch in range(self.rc.epochs):
-            perm = np_rng.permutation(rows)
-            for j in range(self.rc.mini_batches):
-                mb = {k: v[perm[j * per_mini : (j + 1) * per_mini]] for k, v in batch.items()}
+            for rows in self._plan(row_traj, np_rng):
+                mb = take_rows(batch, rows)
                 for k, v in self._update_one(mb).items():
                     sums[k] = sums.get(k, 0.0) + float(v)
                 updates += 1
         return {k: v / updates for k, v in sums.items()}
+
+    def _plan(self, row_traj, np_rng) -> list[np.ndarray]:
+        plan = plan_mini_batches(row_traj, self.rc.mini_batch, np_rng)
+        if self.rc.mini_batch.mode != "in_order":
+            return plan
+        if host_batches.multi_host():  # every host makes as many updates (empty ones pad)
+            plan += [np.zeros(0, np.int64)] * (host_batches.max_over_hosts(len(plan)) - len(plan))
+        return pad_plan(plan, self.mini_batch_size)
 
     def _update_one(self, mb) -> dict:
         keys = (*POLICY_KEYS, "sampler_logp")

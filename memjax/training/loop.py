@@ -16,7 +16,8 @@ their task: where a step's batches come from and which loss its updates run.
         data_iterator        # a grain iterator whose position is checkpointed
         source               # environment-like checkpoint state, or None
         def step(self, step, key) -> (record, train_metrics)   # step counts from 0
-        def evaluate(self, step, key) -> float                  # step counts from 1
+        def evaluate(self, step, key) -> float | dict           # step counts from 1; a dict
+                                                                # holds eval_key and more
         def postfix(self, record, train_metrics) -> dict[str, str]
         checkpoint_info: dict | None              # optional: saved with each checkpoint, and
         def check_resumed(self, saved_info)       # optional: checked against it on resume
@@ -86,9 +87,11 @@ def _one_step(task, step: int, run: RunState, policy, checkpoints, report) -> No
     report.scalars(done, metrics, "train")
     value = None
     if policy.evaluates(done):
-        value = task.evaluate(done, jax.random.fold_in(run.base_key, EVAL_KEY_SALT))
-        run.evals.append({"step": done, task.eval_key: value})
-        report.scalars(done, {task.eval_key: value}, "eval")
+        result = task.evaluate(done, jax.random.fold_in(run.base_key, EVAL_KEY_SALT))
+        values = result if isinstance(result, dict) else {task.eval_key: result}
+        value = values[task.eval_key]  # ranks the checkpoint
+        run.evals.append({"step": done, **values})
+        report.scalars(done, values, "eval")
     if policy.plots(done):
         report.plot(run.history, run.evals)
     if policy.saves(done):

@@ -26,8 +26,8 @@ def feed(episode, outputs, retriever):
         assert not episode.done, f"episode ended before output {text!r}"
         episode.current_call()
         request = episode.observe(ModelOutput(text, eos))
-        if request is not None:
-            episode.receive(retriever.search([request.query], request.k)[0])
+        while request is not None:
+            request = episode.receive(retriever.search([request.query], request.k)[0])
     assert episode.done
     return episode
 

@@ -97,3 +97,10 @@ def test_search_agent_report(tmp_path):
     paths = write(report, tmp_path)
     assert "| memsearcher | nq | 1 | 100.0 |" in paths["scores_markdown"].read_text()
     assert paths["plot"].exists()
+    (b,) = report.behaviour  # 2 of 3 episodes searched (2 and 1 searches), all answered
+    assert (b.episodes, b.answered, b.format_valid) == (3, 1.0, 1.0)
+    assert abs(b.searched - 2 / 3) < 1e-9 and abs(b.searches_per_episode - 1.0) < 1e-9
+    assert (
+        "| memsearcher | 3 | 66.7% | 100.0% | 100.0% | 1.00 |"
+        in paths["behaviour_markdown"].read_text()
+    )

@@ -58,11 +58,13 @@ def hotpot_row(qid, question, answer, titles):
 @pytest.fixture(scope="module")
 def config(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("hotpot")
-    data = tmp / "hotpot.jsonl"
-    data.write_text("".join(json.dumps(hotpot_row(*q)) + "\n" for q in QUESTIONS))
+    # Two files with the same two questions: a file named in both would be cut by id.
+    rows = "".join(json.dumps(hotpot_row(*q)) + "\n" for q in QUESTIONS)
+    (tmp / "train.jsonl").write_text(rows)
+    (tmp / "eval.jsonl").write_text(rows)
     c = runpy.run_path(str(CPU_CONFIG))["get_config"]()
-    c.data.train.hotpotqa = str(data)
-    c.data.eval.hotpotqa = str(data)
+    c.data.train.hotpotqa = str(tmp / "train.jsonl")
+    c.data.eval.hotpotqa = str(tmp / "eval.jsonl")
     c.retriever.corpus = str(tmp / "corpus.jsonl")
     c.retriever.index_dir = str(tmp / "index")
     c.retriever.default_top_n = 2
@@ -138,13 +140,18 @@ def test_eval_over_closed_corpus_in_process_and_http_agree(config, smollm2_token
     react = by_agent["react"][0]["turn_tokens"]
     assert react[1] > react[0]
 
-    paths = write_outputs(runs[0], smollm2_tokenizer, tmp_path)
+    split = job_setup.qa_split_summary(config.data, "eval")
+    paths = write_outputs(runs[0], smollm2_tokenizer, tmp_path, split)
     scores = json.loads(paths["scores_json"].read_text())
-    assert {a: [round(r["em"], 6) for r in rows] for a, rows in scores.items()} == {
+    assert scores["split"] == {"name": "eval", "sizes": {"train": 2, "eval": 2}, "how": split.how}
+    assert {a: [round(r["em"], 6) for r in rows] for a, rows in scores["scores"].items()} == {
         a: [1.0] for a in agents
     }
     turns = json.loads(paths["json"].read_text())
-    assert [t["turn"] for t in turns["memsearcher"]] == [1, 2]
+    assert turns["split"]["name"] == "eval"
+    assert [t["turn"] for t in turns["turns"]["memsearcher"]] == [1, 2]
+    for table in ("scores_markdown", "markdown"):
+        assert split.line() in paths[table].read_text()
     assert paths["plot"].stat().st_size > 0
     assert len(paths["predictions"].read_text().splitlines()) == 4 * len(GOLD)
 
@@ -177,7 +184,8 @@ def test_jobs_end_to_end_on_a_tiny_model(config, tiny_checkpoint, tmp_path, caps
         "rag",
     ]
     scores = json.loads((tmp_path / "eval_run/eval/qa_scores.json").read_text())
-    assert all(rows[0]["count"] == 2 for rows in scores.values())
+    assert scores["split"]["name"] == "eval" and scores["split"]["sizes"] == {"train": 2, "eval": 2}
+    assert all(rows[0]["count"] == 2 for rows in scores["scores"].values())
     predictions = (tmp_path / "eval_run/eval/predictions.jsonl").read_text().splitlines()
     assert len(predictions) == 8
 

@@ -10,6 +10,7 @@ from memjax.agents.episode import ModelOutput, run_episodes
 from memjax.agents.memsearcher import MemSearcherEpisode
 from memjax.agents.retrieval import Retriever
 from memjax.agents.search_r1 import SearchR1Episode
+from memjax.agents.search_r1.format import STOP as SR1_STOP
 from memjax.data.corpus import build_corpus, write_corpus
 from tests.agents.scripted import boxed, memory, tool_call, word_count
 
@@ -88,7 +89,7 @@ def test_scripted_rollouts_over_http(retrievers, which):
     sr1 = SearchR1Episode(QUESTION)
     run_episodes(
         [mem, sr1],
-        lambda call: (memsearcher_policy if call.stop == () else search_r1_policy)(call),
+        lambda call: (search_r1_policy if call.stop == SR1_STOP else memsearcher_policy)(call),
         retriever,
     )
     mem_result, sr1_result = mem.result(GOLD), sr1.result(GOLD)

@@ -77,7 +77,8 @@ def test_policy_renders_calls_groups_stops_and_keeps_logprobs(smollm2_tokenizer,
         MemSearcherEpisode("Who wrote Hamlet?", lambda s: 0).current_call(),
         SearchR1Episode("Who wrote Hamlet?").current_call(),  # stops on </search>, </answer>
     ]
-    assert policy.stops(calls[1]) == ("</search>", "</answer>") and policy.stops(calls[0]) == ()
+    assert policy.stops(calls[1]) == ("</search>", "</answer>")
+    assert policy.stops(calls[0]) == ("<|im_start|>",)  # MemSearcher's sampler stops there too
     outputs = policy(calls, jax.random.key(0))
     assert len(outputs) == len(policy.last_sampled) == 2
     for call, output, sampled in zip(calls, outputs, policy.last_sampled):

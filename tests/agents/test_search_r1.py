@@ -13,6 +13,7 @@ from memjax.agents.search_r1 import (
     prompt,
     reward,
 )
+from memjax.agents.search_r1.episode import cut_to_tokens
 from memjax.agents.search_r1.format import INVALID_ACTION
 from tests.agents.scripted import feed
 
@@ -110,3 +111,21 @@ def test_turn_limit(retriever):
     result = result.result(GOLD)
     assert (result.stop_reason, result.reward) == ("turn_limit", 0.0)
     assert [q for q, _ in retriever.calls] == [["a"]]
+
+
+def test_observations_are_cut_to_the_token_cap_as_search_r1s_max_obs_length():
+    count = lambda text: len(text.split())  # noqa: E731  (a word counter stands in for tokens)
+    assert cut_to_tokens("a b c d e f", 3, count) == "a b c "
+    assert cut_to_tokens("a b", 3, count) == "a b"
+    settings = SearchR1Settings(max_turns=5, top_k=2, max_observation_tokens=6)
+    episode = SearchR1Episode(QUESTION, settings, count)
+    request = episode.observe(ModelOutput("<think>x</think><search> nobel </search>", False))
+    assert (request.query, request.k) == ("nobel", 2)
+    long = passage("1", "T", " ".join(f"w{i}" for i in range(50)))
+    episode.receive([long])
+    prefix = episode.current_call().assistant_prefix
+    observation = prefix.split("</search>", 1)[1]
+    assert observation == format_information([long])[: len(observation)]
+    assert count(observation) == 6
+    with pytest.raises(ValueError, match="count_tokens"):
+        SearchR1Episode(QUESTION, settings)

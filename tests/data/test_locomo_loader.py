@@ -100,8 +100,16 @@ def test_file_level_errors(tmp_path):
         load_locomo(tmp_path / "absent.json")
     broken = tmp_path / "broken.json"
     broken.write_text("[{")
-    with pytest.raises(LocomoFormatError, match=r"broken\.json: not valid JSON"):
+    with pytest.raises(LocomoFormatError, match=r"broken\.json:1: invalid JSON"):
         load_locomo(broken)
+    empty = tmp_path / "empty.json"
+    for content, problem in ((b"", "the file is empty"), (b"[]", "no conversations")):
+        empty.write_bytes(content)
+        with pytest.raises(LocomoFormatError, match=problem):
+            load_locomo(empty)
+    empty.write_bytes(b'[\n{"sample_id": "\xfe"}]')
+    with pytest.raises(LocomoFormatError, match=r"empty\.json:2: not UTF-8"):
+        load_locomo(empty)
     with pytest.raises(LocomoFormatError, match="<top level>: expected list"):
         parse_locomo({"sample_id": "x"})
     with pytest.raises(LocomoFormatError, match=r"\[1\]\.sample_id: duplicate"):

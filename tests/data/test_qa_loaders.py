@@ -64,8 +64,28 @@ def test_flashrag_malformed_names_file_line_and_field(tmp_path, line, message):
 
 
 def test_missing_file_is_a_clear_error(tmp_path):
-    with pytest.raises(FileNotFoundError, match="nope.jsonl"):
+    with pytest.raises(DataFormatError, match="nope.jsonl: data file does not exist"):
         load_flashrag_jsonl(tmp_path / "nope.jsonl")
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"", r"no records \(the file is empty\)"),
+        (b"\n  \n", r"no records \(the file is empty\)"),
+        (
+            b'{"id": "1", "question": "a", "golden_answers": ["b"]}\n{"q": "\xff"}\n',
+            ":2: not UTF-8",
+        ),
+        (b"[" * 5000 + b"\n", ":1: "),
+    ],
+)
+def test_empty_undecodable_and_deep_files_are_one_line_errors(tmp_path, content, message):
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(DataFormatError, match=message) as info:
+        load_flashrag_jsonl(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
 
 
 def test_hotpotqa_sample(shared_data):

@@ -2,6 +2,7 @@
 
 import math
 
+import nltk.data
 import pytest
 
 from memjax.eval.mem0_metrics import bleu1, exact_match, simple_tokenize, token_f1, word_tokenize
@@ -24,13 +25,63 @@ def test_token_f1_hand_computed():
     assert token_f1("", "beach") == 0.0 and token_f1("beach", "") == 0.0
 
 
-def test_word_tokenize_needs_no_nltk_data():
+def test_word_tokenize_is_nltks_with_the_packaged_punkt_model():
+    paths_before = list(nltk.data.path)
     assert word_tokenize("I went home. Then I slept.") == [
         "I", "went", "home", ".", "Then", "I", "slept", ".",
     ]  # fmt: skip
     assert word_tokenize("She's here, isn't she?") == [
         "She", "'s", "here", ",", "is", "n't", "she", "?",
     ]  # fmt: skip
+    # Punkt keeps abbreviations and initials whole (a split on ". " would give "dr", ".").
+    assert word_tokenize("tupac and dr. dre") == ["tupac", "and", "dr.", "dre"]
+    assert word_tokenize("c. s.lewis") == ["c.", "s.lewis"]
+    assert nltk.data.path == paths_before  # the packaged folder is on the path only while used
+
+
+# Real LoCoMo gold answers (categories 1-4) whose tokens depend on the Punkt model, and
+# predictions with abbreviations, initials, quotes and several sentences. Each value is Mem0's
+# evaluation/metrics/utils.py calculate_bleu_scores()["bleu1"]: sentence_bleu over
+# nltk.word_tokenize (nltk 3.10.4, English punkt_tab) of the lowercased strings, weights
+# (1, 0, 0, 0), SmoothingFunction().method1.
+LOCOMO_GOLDS = [
+    "No, he has goals specifically in the U.S. like joining the military and running for office.",
+    "C. S.Lewis",
+    "J.K. Rowling, R.R. Martin, Patrick Rothfuss, Paulo Coelho, and J. R. R. Tolkien.",
+    "J.K. Rowling",
+    "Tupac and Dr. Dre",
+]
+BLEU1_CASES = [
+    ("J.K. Rowling", LOCOMO_GOLDS[3], 1.0),
+    ("Rowling", LOCOMO_GOLDS[3], 0.36787944117144233),
+    ("C. S. Lewis", LOCOMO_GOLDS[1], 0.3333333333333333),
+    ("Tupac and Dr. Dre", LOCOMO_GOLDS[4], 1.0),
+    ("Dr. Dre and Tupac.", LOCOMO_GOLDS[4], 0.8),
+    ("Tolkien, Rowling and Martin.", LOCOMO_GOLDS[2], 0.11455884399268773),
+    (
+        "He wants to join the military in the U.S. and run for office.",
+        LOCOMO_GOLDS[0],
+        0.5367694950537757,
+    ),
+    (
+        "She met Mr. Smith at 5 p.m. on Friday. They talked about St. Louis.",
+        "She met Mr. Smith on Friday at 5 p.m.",
+        0.5625,
+    ),
+    ('He said "I love it." Then he left.', 'He said "I love it."', 0.6666666666666666),
+    ("She read 'The Hobbit' (by J. R. R. Tolkien.) twice.", "The Hobbit", 0.11764705882352941),
+    (
+        "It was in Jan. 2023. She moved to Washington D.C. afterwards! Why? Work.",
+        "She moved to Washington D.C. in January 2023",
+        0.375,
+    ),
+    ("The U.S. Army. Then college.", "the u.s. army", 0.42857142857142855),
+]
+
+
+@pytest.mark.parametrize("prediction,gold,expected", BLEU1_CASES)
+def test_bleu1_matches_mem0_with_nltk_tokens(prediction, gold, expected):
+    assert bleu1(prediction, gold) == pytest.approx(expected, abs=1e-12)
 
 
 def test_bleu1_hand_computed():

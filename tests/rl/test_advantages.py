@@ -78,3 +78,27 @@ def test_masked_whiten():
     m = np.array([[1, 1, 1, 0]])
     w = np.asarray(adv.masked_whiten(x, m, eps=0.0))
     np.testing.assert_allclose(w[0], [-1.0, 0.0, 1.0, 0.0], atol=1e-6)  # var ddof=1 of 1,2,3 is 1
+
+
+def test_std_epsilon_and_singleton_groups_as_verl_and_trl():
+    r = np.array([1.0, 0.0, 0.0, 0.0, 0.5, 0.5, 1.0, 0.0], np.float32)
+    # verl compute_grpo_outcome_advantage (verl/trainer/ppo/core_algos.py), epsilon=1e-6,
+    # torch float32: (r - mean) / (torch.std(group) + epsilon)
+    verl = [1.4999970197677612, -0.4999989867210388, -0.4999989867210388, -0.4999989867210388,
+            0.0, 0.0, 1.224741816520691, -1.224741816520691]  # fmt: skip
+    np.testing.assert_allclose(adv.group_advantages(r, 4, epsilon=1e-6), verl, rtol=1e-6)
+    # TRL GRPOTrainer (trl/trainer/grpo_trainer.py): (r - mean) / (std + 1e-4)
+    trl = [1.4997000694274902, -0.4999000132083893, -0.4999000132083893, -0.4999000132083893,
+           0.0, 0.0, 1.2244449853897095, -1.2244449853897095]  # fmt: skip
+    np.testing.assert_allclose(adv.group_advantages(r, 4, epsilon=1e-4), trl, rtol=1e-6)
+    # groups of one: verl takes mean 0, std 1 (the reward over 1 + epsilon); memjax's default 0
+    x = np.array([3.0, 1.0], np.float32)
+    np.testing.assert_allclose(
+        adv.group_advantages(x, 1, singleton_group="verl"), [2.999997138977051, 0.9999990463256836]
+    )
+    np.testing.assert_allclose(
+        adv.group_advantages(x, 1, scaling="none", singleton_group="verl"), [3.0, 1.0]
+    )
+    np.testing.assert_array_equal(adv.group_advantages(x, 1), [0.0, 0.0])
+    with pytest.raises(ValueError, match="singleton_group"):
+        adv.group_advantages(x, 1, singleton_group="trl")

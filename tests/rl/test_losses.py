@@ -62,22 +62,78 @@ def test_kl_estimators_and_clamps():
     k3 = np.exp(d) - d - 1
     np.testing.assert_allclose(losses.kl_estimate(logp, ref, "k3", None), k3, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(k3[:2], [math.exp(-1), math.e - 2], rtol=1e-6)
-    # clamps: k3 at delta=15 is ~3.3e6 -> 10; k1 of -1 with clamp 0.5 -> -0.5
-    big = losses.kl_estimate(jnp.array([-16.0]), jnp.array([-1.0]), "k3", 10.0)
-    np.testing.assert_allclose(big, [10.0])
+    # an explicit clamp applies to any kind: k1 of -1 with clamp 0.5 -> -0.5
     np.testing.assert_allclose(losses.kl_estimate(logp, ref, "k1", 0.5), [0.5, -0.5, 0.0])
     # the log-ratio is clamped to +-20 before exp: finite even for absurd gaps
     huge = losses.kl_estimate(jnp.array([-500.0]), jnp.array([0.0]), "k3", None)
     np.testing.assert_allclose(huge, [math.exp(20) - 21], rtol=1e-5)
+    # verl's names for the same estimators
+    for alias, kind in losses.KL_ALIASES.items():
+        np.testing.assert_array_equal(
+            losses.kl_estimate(logp, ref, alias), losses.kl_estimate(logp, ref, kind)
+        )
+    with pytest.raises(ValueError, match="kl_clamp"):
+        losses.PolicyLossConfig(kl_clamp="trl")
 
 
-def test_k3_plus_has_k3_value_and_k2_gradient():
-    ref = jnp.array([-2.0, -0.5])
-    logp = jnp.array([-1.0, -1.5])
-    val = losses.kl_estimate(logp, ref, "k3+", None)
-    np.testing.assert_allclose(val, losses.kl_estimate(logp, ref, "k3", None), rtol=1e-6)
-    g = jax.grad(lambda lp: losses.kl_estimate(lp, ref, "k3+", None).sum())(logp)
-    np.testing.assert_allclose(g, -(ref - logp), rtol=1e-6)  # d/dlogp of (ref-logp)^2/2
+# log(pi / pi_ref) around and beyond each clamp: k3 = 10 near logp - ref = -2.61 and 10.9995,
+# k2 = 10 at |logp - ref| = 4.47, and -25 is past the +-20 clamp of k3's exponent.
+KL_LOG_RATIOS = [-25.0, -5.0, -2.6, -2.62, 0.5, 4.0, 5.0, 10.9, 11.5]
+K3_UNCLAMPED = [485165152.0, 142.4131622314453, 9.863737106323242, 10.115721702575684,
+                0.10653066635131836, 3.0183157920837402, 4.00673770904541, 9.900017738342285,
+                10.50001049041748]  # fmt: skip
+K3_VERL = [10.0, 10.0, 9.863737106323242, 10.0, 0.10653066635131836, 3.0183157920837402,
+           4.00673770904541, 9.900017738342285, 10.0]  # fmt: skip
+K2_VALUE = [312.5, 12.5, 3.3799996376037598, 3.432199716567993, 0.125, 8.0, 12.5,
+            59.40499496459961, 66.125]  # fmt: skip
+K2_GRAD = [-25.0, -5.0, -2.5999999046325684, -2.619999885559082, 0.5, 4.0, 5.0,
+           10.899999618530273, 11.5]  # fmt: skip
+
+# Golden values: verl verl/trainer/ppo/core_algos.py kl_penalty(logprob, ref_logprob, kind)
+# (v0.5, with kl_penalty_forward) run in torch float32 at ref_logprob = -1, value and
+# d/dlogprob by autograd. "none" is kl_penalty_forward's k3 without its final clamp; "10" is
+# torch.clamp(kl_penalty_forward(...), -10, 10) for k1 and k2, which verl never clamps.
+KL_GOLDEN = [
+    ("k1", "verl", KL_LOG_RATIOS, [1.0] * 9),
+    ("k1", None, KL_LOG_RATIOS, [1.0] * 9),
+    ("k1", 10.0, [-10.0, -5.0, -2.6, -2.62, 0.5, 4.0, 5.0, 10.0, 10.0],
+     [0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0]),
+    ("k2", "verl", K2_VALUE, K2_GRAD),
+    ("k2", None, K2_VALUE, K2_GRAD),
+    ("k2", 10.0, [10.0, 10.0, 3.3799996376037598, 3.432199716567993, 0.125, 8.0, 10.0, 10.0, 10.0],
+     [0.0, 0.0, -2.5999999046325684, -2.619999885559082, 0.5, 4.0, 0.0, 0.0, 0.0]),
+    ("k3", "verl", K3_VERL,
+     [0.0, 0.0, -12.463736534118652, 0.0, 0.39346933364868164, 0.9816843867301941,
+      0.9932620525360107, 0.9999815225601196, 0.0]),
+    ("k3", 10.0, K3_VERL,
+     [0.0, 0.0, -12.463736534118652, 0.0, 0.39346933364868164, 0.9816843867301941,
+      0.9932620525360107, 0.9999815225601196, 0.0]),
+    ("k3", None, K3_UNCLAMPED,
+     [0.0, -147.4131622314453, -12.463736534118652, -12.735721588134766, 0.39346933364868164,
+      0.9816843867301941, 0.9932620525360107, 0.9999815225601196, 0.9999898672103882]),
+    # k3+: k2 - sg(k2) + sg(clamped k3) keeps k2's gradient even where k3 is clamped
+    ("k3+", "verl", K3_VERL, K2_GRAD),
+    ("k3+", None, K3_UNCLAMPED, K2_GRAD),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind,clamp,value,grad", KL_GOLDEN)
+def test_kl_estimators_value_and_gradient_match_verl(kind, clamp, value, grad):
+    ref = jnp.full((len(KL_LOG_RATIOS),), -1.0)
+    logp = ref + jnp.array(KL_LOG_RATIOS)
+    np.testing.assert_allclose(losses.kl_estimate(logp, ref, kind, clamp), value, rtol=2e-6)
+    g = jax.grad(lambda lp: losses.kl_estimate(lp, ref, kind, clamp).sum())(logp)
+    np.testing.assert_allclose(g, grad, rtol=2e-6, atol=1e-7)
+
+
+def test_kl_clamp_default_is_verls_per_estimator():
+    assert losses.PolicyLossConfig().kl_clamp == "verl"
+    ref = jnp.zeros(2)
+    logp = jnp.array([-30.0, 30.0])  # far outside every clamp
+    np.testing.assert_allclose(losses.kl_estimate(logp, ref, "k1"), [-30.0, 30.0])
+    np.testing.assert_allclose(losses.kl_estimate(logp, ref, "k2"), [450.0, 450.0])
+    np.testing.assert_allclose(losses.kl_estimate(logp, ref, "k3"), [10.0, 10.0])
+    np.testing.assert_allclose(losses.kl_estimate(logp, ref, "k3+"), [10.0, 10.0])
 
 
 def test_value_loss_clipped():
@@ -93,6 +149,21 @@ def test_value_loss_clipped():
     assert bool(clipped2[0])
 
 
+def test_value_clip_fraction_counts_only_values_outside_the_band():
+    # Golden: verl compute_value_loss (verl/trainer/ppo/core_algos.py), torch float32, c = 0.5:
+    # per-token 0.5 * max(l1, l2) and vf_clipfrac = mean(l2 > l1). The first three tokens lie
+    # inside the band, where V_old + clip(V - V_old) rounds away from V and looks "clipped".
+    v = [0.1659611612558365, 0.22938452661037445, -0.03376535698771477, 1.2, -0.9, 1.3, 0.4, -0.2]
+    old = [-0.3163001537322998, 0.6960427165031433, -0.4743329882621765, 0.5, 0.0, 0.5, 0.3, 0.0]
+    ret = [0.4511854350566864, 0.10228229314088821, -0.2750387489795685, 0.0, -2.0, 2.0, 0.35, 0.1]
+    loss, clipped = losses.value_loss(jnp.array(v), jnp.array(old), jnp.array(ret), clip=0.5)
+    expected = [0.04067643731832504, 0.008077488280832767, 0.029106423258781433, 0.7200000286102295,
+                1.125, 0.5, 0.001250000554136932, 0.04500000178813934]  # fmt: skip
+    np.testing.assert_allclose(loss, expected, rtol=1e-6)
+    np.testing.assert_array_equal(clipped, [False, False, False, False, True, True, False, False])
+    assert float(np.mean(clipped)) == 0.25  # verl's vf_clipfrac; the rounded form gave 0.625
+
+
 X = np.array([[1, 2, 3, 4], [5, 6, 0, 0], [7, 0, 0, 0]], np.float32)
 M = np.array([[1, 1, 1, 0], [1, 1, 0, 0], [0, 0, 0, 0]])
 
@@ -103,7 +174,6 @@ M = np.array([[1, 1, 1, 0], [1, 1, 0, 0], [0, 0, 0, 0]])
         ("token-mean", None, 17.0, 5.0),
         ("seq-mean-token-mean", None, 2.0 + 5.5, 2.0),
         ("seq-mean-token-sum", None, 6.0 + 11.0, 2.0),
-        ("seq-mean-token-sum-norm", None, 17.0 / 4, 2.0),
         ("seq-mean-token-sum-norm", 8.0, 17.0 / 8, 2.0),
     ],
 )
@@ -116,6 +186,38 @@ def test_aggregation_modes_with_ragged_masks(mode, norm, total, den):
     s1 = losses.aggregate_sum(jnp.asarray(x[:1]), jnp.asarray(M[:1]), mode, norm)
     s2 = losses.aggregate_sum(jnp.asarray(x[1:]), jnp.asarray(M[1:]), mode, norm)
     np.testing.assert_allclose(float(s1 + s2), total, rtol=1e-6)
+
+
+def test_dr_grpo_normaliser_is_the_response_budget_on_ragged_rows():
+    # Rows of T = 10 (prompt + response); responses of 3, 1, 5 and 0 tokens, budget 6.
+    resp = [[0.5, -1.0, 2.0], [1.5], [0.25, 0.25, -0.5, 1.0, 3.0], []]
+    prompt = [4, 2, 3, 5]
+    x = np.full((4, 10), np.nan, np.float32)
+    loss_mask = np.zeros((4, 10), np.int32)
+    for i, (p, r) in enumerate(zip(prompt, resp)):
+        x[i, p : p + len(r)] = r
+        loss_mask[i, p : p + len(r)] = 1
+    token_mask = np.zeros((5, 10), np.int32)
+    token_mask[:4, :9] = 1  # a fifth, all-padding row fills the batch to the mesh
+    x, loss_mask = (
+        np.concatenate([x, np.zeros((1, 10), np.float32)]),
+        np.concatenate([loss_mask, np.zeros((1, 10), np.int32)]),
+    )
+    mode = "seq-mean-token-sum-norm"
+    s, d = losses.aggregate(jnp.asarray(x), jnp.asarray(loss_mask), mode, 6, empty_rows="skip")
+    # verl agg_loss(seq-mean-token-sum-norm, loss_scale_factor=6), global_batch_size unset
+    np.testing.assert_allclose(float(s / d), 0.3888888657093048, rtol=1e-6)
+    s, d = losses.aggregate(
+        jnp.asarray(x), jnp.asarray(loss_mask), mode, 6, empty_rows="count", token_mask=token_mask
+    )
+    # TRL GRPOTrainer._compute_loss, loss_type="dr_grpo", max_completion_length=6
+    np.testing.assert_allclose(float(s / d), 0.2916666567325592, rtol=1e-6)
+    with pytest.raises(ValueError, match="loss_scale_factor"):
+        losses.PolicyLossConfig(agg_mode=mode)
+    with pytest.raises(ValueError, match="response budget"):
+        losses.aggregate_sum(jnp.asarray(x), jnp.asarray(loss_mask), mode)
+    cfg = losses.PolicyLossConfig(agg_mode=mode, loss_scale_factor=6)
+    assert cfg.loss_scale_factor == 6
 
 
 def test_policy_objective_combines_terms():

@@ -133,3 +133,100 @@ def test_kill_and_resume_gives_the_same_parameters(tmp_path, algo):
     assert any((tmp_path / "full" / "tb").iterdir())
     line = trainer.summary_line(full)
     assert '"initial_reward"' in line and '"final_reward"' in line
+
+
+def test_keep_best_with_steps_off_the_eval_schedule_finishes_and_resumes(tmp_path):
+    """keep_best=1 with saves that have no eval result (num_steps not a multiple of eval_every,
+    checkpoints more frequent than evals): the run finishes, and a killed run resumes to the
+    same parameters. The last step is always evaluated and saved."""
+    kw = dict(num_steps=5, eval_every=2, checkpoint_every=1, keep_best=1, keep_last=1)
+
+    def run(workdir, **extra):
+        config = _config("grpo", **kw, **extra)
+        cfg = toy.toy_decoder_config(config.model)
+        params = jax.jit(lambda k: init_params(decoder_abstract(cfg), k))(jax.random.key(0))
+        return trainer.train(
+            config,
+            workdir,
+            env=toy.RepeatTargetEnv(3),
+            params=params,
+            cfg=cfg,
+            train_examples=[3, 4, 5, 6, 7],
+            eval_examples=[3, 4],
+            eos_ids=(2,),
+            generate=scripted_generate(),
+            progress=False,
+        )
+
+    full = run(tmp_path / "full")
+    assert [e["step"] for e in full["evals"]] == [2, 4, 5]
+    assert run(tmp_path / "killed", stop_after=3)["interrupted_at"] == 3
+    resumed = run(tmp_path / "killed")
+    assert resumed["start_step"] == 3
+    for a, b in zip(jax.tree.leaves(full["params"]), jax.tree.leaves(resumed["params"])):
+        np.testing.assert_array_equal(a, b)
+    from memjax.rl.checkpointing import Checkpointer
+
+    steps = Checkpointer(tmp_path / "full" / "checkpoints").all_steps()
+    assert 5 in steps  # the last step, evaluated, is kept
+
+
+@pytest.mark.parametrize("eval_every", [0, 3])
+def test_keep_best_without_matching_evals_does_not_crash(tmp_path, eval_every):
+    config = _config("grpo", num_steps=2, eval_every=eval_every, checkpoint_every=1, keep_best=1)
+    cfg = toy.toy_decoder_config(config.model)
+    params = jax.jit(lambda k: init_params(decoder_abstract(cfg), k))(jax.random.key(0))
+    out = trainer.train(
+        config,
+        tmp_path,
+        env=toy.RepeatTargetEnv(3),
+        params=params,
+        cfg=cfg,
+        train_examples=[3, 4],
+        eval_examples=[3],
+        eos_ids=(2,),
+        generate=scripted_generate(),
+        progress=False,
+    )
+    assert len(out["history"]) == 2
+
+
+@pytest.mark.parametrize(
+    "fields, updates",
+    [
+        # MemSearcher's trainer: 8 context rows (4 trajectories x 2 contexts) in chunks of 3.
+        ({"mini_batch_mode": "in_order", "mini_batch_rows": 3}, 3),
+        ({"mini_batch_mode": "shuffled", "mini_batches": 2}, 2),  # memjax's fixed count
+    ],
+)
+def test_the_step_makes_the_updates_the_mini_batch_plan_says(fields, updates):
+    config = _config("grpo", prompts_per_step=2, group_size=2, micro_batches=2, **fields)
+    rc = trainer.RLRunConfig.from_section(config)
+    cfg = toy.toy_decoder_config(config.model)
+    params = jax.jit(lambda k: init_params(decoder_abstract(cfg), k))(jax.random.key(0))
+    task = trainer.RLTask(
+        rc,
+        env=ToolEnv(),
+        params=params,
+        cfg=cfg,
+        train_examples=[3, 4],
+        eval_examples=(),
+        eos_ids=(2,),
+        pad_id=0,
+        generate=scripted_generate(),
+    )
+    task.step(0, jax.random.key(1))
+    assert int(task.states["policy"].step) == updates
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"mini_batch_mode": "random"}, "mini_batch_mode"),
+        ({"mini_batch_mode": "in_order"}, "mini_batch_rows"),
+        ({"mini_batch_mode": "in_order", "mini_batch_rows": 5, "mini_batch_shards": 2}, "shards"),
+    ],
+)
+def test_bad_mini_batch_fields_name_the_field(fields, message):
+    with pytest.raises(ValueError, match=message):
+        trainer.RLRunConfig.from_section(_config("grpo", **fields))

@@ -17,17 +17,21 @@ with Memory-R1's two rules (memjax.agents.memory_r1.answer_prompt).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from memjax.agents.memory_r1.answer_parser import parse_answer
 from memjax.agents.memory_r1.answer_prompt import (
     ANSWER_MARKER,
+    ANSWER_NO_DISTILL_TEMPLATE,
+    ANSWER_PLACEHOLDERS,
+    ANSWER_TEMPLATE,
     format_memories,
     render_answer_prompt,
 )
 from memjax.agents.memory_r1.bank_ops import answer_memories_batch
 from memjax.agents.memory_r1.rewards import RewardMetric, answer_score
+from memjax.agents.prompt_templates import PromptTemplate
 from memjax.eval.mem0_metrics import token_f1
 from memjax.eval.qa_metrics import exact_match
 from memjax.memory.bank import MemoryBank
@@ -57,6 +61,8 @@ class AnswerSettings:
     # Text the assistant turn starts with, e.g. "**Answer:**" to hand a small model the format
     # (the completion then is the answer itself); "" for the paper's setting.
     answer_prefix: str = ""
+    # Prompt templates by name (answer, answer_no_distill, answer_short); absent: memjax's.
+    templates: Mapping[str, PromptTemplate] = dataclasses.field(default_factory=dict)
 
 
 def answer_examples(
@@ -85,18 +91,33 @@ def answer_examples(
     ]
 
 
-def render_short_prompt(example: AnswerExample) -> str:
-    return (
-        f"Memories of {example.speaker_a}:\n{format_memories(example.memories_a)}\n"
-        f"Memories of {example.speaker_b}:\n{format_memories(example.memories_b)}\n\n"
-        f"Question: {example.question}\n"
-        f"Reply with a few words after {ANSWER_MARKER}"
+SHORT_TEMPLATE = PromptTemplate(
+    "answer_short",
+    ANSWER_PLACEHOLDERS,
+    "Memories of {{speaker_a}}:\n{{memories_a}}\n"
+    "Memories of {{speaker_b}}:\n{{memories_b}}\n\n"
+    "Question: {{question}}\n"
+    f"Reply with a few words after {ANSWER_MARKER}",
+)
+ANSWER_TEMPLATES = {
+    t.name: t for t in (ANSWER_TEMPLATE, ANSWER_NO_DISTILL_TEMPLATE, SHORT_TEMPLATE)
+}
+
+
+def render_short_prompt(example: AnswerExample, template: PromptTemplate = SHORT_TEMPLATE) -> str:
+    return template.render(
+        speaker_a=example.speaker_a,
+        memories_a=format_memories(example.memories_a),
+        speaker_b=example.speaker_b,
+        memories_b=format_memories(example.memories_b),
+        question=example.question,
     )
 
 
 def answer_messages(example: AnswerExample, settings: AnswerSettings) -> list[dict]:
+    templates = {**ANSWER_TEMPLATES, **settings.templates}
     if settings.style == "short":
-        content = render_short_prompt(example)
+        content = render_short_prompt(example, templates["answer_short"])
     elif settings.style == "paper":
         content = render_answer_prompt(
             example.speaker_a,
@@ -106,6 +127,7 @@ def answer_messages(example: AnswerExample, settings: AnswerSettings) -> list[di
             example.question,
             distill=settings.distill,
             max_per_speaker=max(30, len(example.memories_a), len(example.memories_b)),
+            template=templates["answer" if settings.distill else "answer_no_distill"],
         )
     else:
         raise ValueError(f"answer prompt style {settings.style!r}; valid: 'paper', 'short'")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memjax.agents.prompt_templates import PromptTemplate
+
 ANSWER_MARKER = "**Answer:**"
 MEMORIES_PER_SPEAKER = 30
 
@@ -67,6 +69,29 @@ def format_memories(memories: Sequence[tuple[str, str]]) -> str:
     return "\n".join(f"- {ts}: {text}" for ts, text in memories)
 
 
+ANSWER_PLACEHOLDERS = ("speaker_a", "memories_a", "speaker_b", "memories_b", "question")
+
+
+def _answer_text(distill: bool) -> str:
+    instructions = list(_INSTRUCTIONS) + ([_DISTILL_RULE] if distill else []) + [_ANSWER_RULE]
+    approach = list(_APPROACH) + ([_DISTILL_STEP] if distill else [])
+    return (
+        f"{_OPENING}\n\n{_CONTEXT}\n\n"
+        f"# INSTRUCTIONS:\n{_numbered(instructions)}\n\n"
+        f"# APPROACH (Think step by step):\n{_numbered(approach)}\n\n"
+        "Memories for user {{speaker_a}}:\n\n{{memories_a}}\n\n"
+        "Memories for user {{speaker_b}}:\n\n{{memories_b}}\n\n"
+        "Question: {{question}}"
+    )
+
+
+# Templates (memjax.agents.prompt_templates): with Memory Distillation, and the ablation's.
+ANSWER_TEMPLATE = PromptTemplate("answer", ANSWER_PLACEHOLDERS, _answer_text(True))
+ANSWER_NO_DISTILL_TEMPLATE = PromptTemplate(
+    "answer_no_distill", ANSWER_PLACEHOLDERS, _answer_text(False)
+)
+
+
 def render_answer_prompt(
     speaker_a: str,
     memories_a: Sequence[tuple[str, str]],
@@ -76,21 +101,22 @@ def render_answer_prompt(
     *,
     distill: bool = True,
     max_per_speaker: int = MEMORIES_PER_SPEAKER,
+    template: PromptTemplate | None = None,
 ) -> str:
-    """The answer agent's prompt over each speaker's retrieved (timestamp, memory) pairs."""
+    """The answer agent's prompt over each speaker's retrieved (timestamp, memory) pairs;
+    `template` defaults to the distillation setting's."""
     for name, memories in ((speaker_a, memories_a), (speaker_b, memories_b)):
         if len(memories) > max_per_speaker:
             raise ValueError(
                 f"{len(memories)} memories for {name}; the prompt takes at most "
                 f"{max_per_speaker} per speaker (retrieve top-{max_per_speaker})"
             )
-    instructions = list(_INSTRUCTIONS) + ([_DISTILL_RULE] if distill else []) + [_ANSWER_RULE]
-    approach = list(_APPROACH) + ([_DISTILL_STEP] if distill else [])
-    return (
-        f"{_OPENING}\n\n{_CONTEXT}\n\n"
-        f"# INSTRUCTIONS:\n{_numbered(instructions)}\n\n"
-        f"# APPROACH (Think step by step):\n{_numbered(approach)}\n\n"
-        f"Memories for user {speaker_a}:\n\n{format_memories(memories_a)}\n\n"
-        f"Memories for user {speaker_b}:\n\n{format_memories(memories_b)}\n\n"
-        f"Question: {question}"
+    if template is None:
+        template = ANSWER_TEMPLATE if distill else ANSWER_NO_DISTILL_TEMPLATE
+    return template.render(
+        speaker_a=speaker_a,
+        memories_a=format_memories(memories_a),
+        speaker_b=speaker_b,
+        memories_b=format_memories(memories_b),
+        question=question,
     )

@@ -4,9 +4,14 @@
 
 root/<conversation>/bank/       the bank (memjax.memory.bank_io: atomic, newest save wins)
 root/<conversation>/trace.jsonl one line per turn: facts, manager output, ops and outcomes
-root/<conversation>/build.json  counters and the latencies of the build (for the report)
-A conversation whose build.json exists is loaded, not rebuilt (build.json is written last).
-All missing conversations are built together, advancing turn by turn in one batch.
+root/<conversation>/build.json  counters and latencies of the build (for the report), and the
+                                fingerprint of what built it (memjax.fingerprint)
+A conversation whose build.json exists is loaded, not rebuilt (build.json is written last),
+provided its fingerprint matches: the conversation's turns (what the bank is made from, so an
+edit elsewhere in the data file keeps it), the construction settings, and `inputs` (the
+models, the embedder and the generation settings; see job_setup.bank_inputs). A bank built from
+other inputs is rebuilt, with one line naming what differs. All conversations to build are
+built together, advancing turn by turn in one batch.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from memjax.agents.memory_r1.construction import (
 )
 from memjax.agents.memory_r1.policy import TimedPolicy
 from memjax.data.locomo_types import Conversation
+from memjax.fingerprint import describe, differences, text_sha256
 from memjax.memory.bank import MemoryBank
 from memjax.memory.bank_io import load_bank, save_bank
 
@@ -34,6 +40,31 @@ class StoredBanks:
     counters: Counter
     latency: dict[str, list[float]]  # role -> seconds per item, over all conversations
     built: list[str]  # conversations built in this call (the rest were loaded)
+    rebuilt: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # id -> what differed
+
+
+def bank_fingerprint(
+    conversation: Conversation, settings: ConstructionSettings, inputs: dict | None = None
+) -> dict:
+    """What a conversation's bank is built from (see the module docstring)."""
+    turns = [dataclasses.asdict(t) for t in conversation_stream(conversation)]
+    return {
+        "conversation.sha256": text_sha256(turns),
+        **{f"construction.{k}": v for k, v in dataclasses.asdict(settings).items()},
+        **(inputs or {}),
+    }
+
+
+def _stale(directory: Path, fingerprint: dict) -> list[str] | None:
+    """None when the saved bank may be reused; else what differs (empty: nothing saved)."""
+    build_file = directory / "build.json"
+    if not build_file.is_file():
+        return []
+    try:
+        saved = json.loads(build_file.read_text(encoding="utf-8")).get("fingerprint")
+    except (OSError, ValueError, AttributeError):
+        return [f"{build_file} is unreadable"]
+    return differences(saved, fingerprint) or None
 
 
 def ensure_banks(
@@ -44,10 +75,24 @@ def ensure_banks(
     settings: ConstructionSettings,
     root: str | Path,
     progress: bool = True,
+    inputs: dict | None = None,
 ) -> StoredBanks:
     root = Path(root)
-    todo = [c for c in conversations if not (root / c.sample_id / "build.json").is_file()]
     out = StoredBanks({}, Counter(), {"fact_extraction": [], "manager": []}, [])
+    fingerprints = {c.sample_id: bank_fingerprint(c, settings, inputs) for c in conversations}
+    todo = []
+    for conv in conversations:
+        stale = _stale(root / conv.sample_id, fingerprints[conv.sample_id])
+        if stale is None:
+            continue
+        todo.append(conv)
+        if stale:
+            out.rebuilt[conv.sample_id] = stale
+            print(
+                f"banks: {root / conv.sample_id} was built from other inputs "
+                f"({describe(stale)}); rebuilding",
+                flush=True,
+            )
     if todo:
         n_facts, n_manager = len(fact_policy.seconds), len(manager_policy.seconds)
         result = build_banks(
@@ -75,9 +120,10 @@ def ensure_banks(
                 "latency": latency,
                 "memories": len(bank),
                 "batch": [c.sample_id for c in todo],
+                "fingerprint": fingerprints[conv.sample_id],
             }
             tmp = directory / "build.json.tmp"
-            tmp.write_text(json.dumps(build))
+            tmp.write_text(json.dumps(build, ensure_ascii=False), encoding="utf-8")
             tmp.replace(directory / "build.json")
         out.built = [c.sample_id for c in todo]
     seen_batches: set[tuple[str, ...]] = set()

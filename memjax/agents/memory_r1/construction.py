@@ -21,20 +21,35 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from tqdm import tqdm
 
 from memjax.agents.memory_r1.bank_ops import apply_manager_ops, related_memories
 from memjax.agents.memory_r1.fact_parser import parse_facts
-from memjax.agents.memory_r1.fact_prompt import render_fact_messages
+from memjax.agents.memory_r1.fact_prompt import (
+    FACT_SYSTEM_TEMPLATE,
+    FACT_USER_TEMPLATE,
+    render_fact_messages,
+)
 from memjax.agents.memory_r1.id_map import IdMap
 from memjax.agents.memory_r1.manager_parser import parse_manager_output
-from memjax.agents.memory_r1.manager_prompt import render_manager_prompt
+from memjax.agents.memory_r1.manager_prompt import (
+    MANAGER_EMPTY_MEMORY_TEMPLATE,
+    MANAGER_MEMORY_TEMPLATE,
+    MANAGER_TEMPLATE,
+    render_manager_prompt,
+)
 from memjax.agents.memory_r1.policy import ChatPolicy
+from memjax.agents.prompt_templates import PromptTemplate
 from memjax.data.locomo_types import Conversation
 from memjax.memory.bank import MemoryBank
 from memjax.memory.ops import Provenance
+
+FACT_TEMPLATES = {t.name: t for t in (FACT_SYSTEM_TEMPLATE, FACT_USER_TEMPLATE)}
+MANAGER_TEMPLATES = {
+    t.name: t for t in (MANAGER_TEMPLATE, MANAGER_MEMORY_TEMPLATE, MANAGER_EMPTY_MEMORY_TEMPLATE)
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +66,9 @@ class StreamTurn:
 class ConstructionSettings:
     related_k: int = 10  # memories of the speaker shown to the manager
     fact_context_turns: int = 1  # preceding turns the fact extractor sees for context
+    # Prompt templates by name (fact_system, fact_user, manager, manager_memory,
+    # manager_empty_memory); absent: memjax's own.
+    templates: Mapping[str, PromptTemplate] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -80,17 +98,37 @@ def conversation_stream(conversation: Conversation) -> list[StreamTurn]:
     ]
 
 
-def fact_messages(stream: Sequence[StreamTurn], i: int, context_turns: int) -> list[dict]:
+def fact_messages(
+    stream: Sequence[StreamTurn],
+    i: int,
+    context_turns: int,
+    templates: Mapping[str, PromptTemplate] | None = None,
+) -> list[dict]:
     """The fact extractor's chat for turn i of a stream (preceding turns first)."""
     window = stream[max(0, i - context_turns) : i + 1]
-    return render_fact_messages([(t.speaker, t.text) for t in window], stream[i].date)
+    t = {**FACT_TEMPLATES, **(templates or {})}
+    turns = [(turn.speaker, turn.text) for turn in window]
+    return render_fact_messages(turns, stream[i].date, t["fact_system"], t["fact_user"])
 
 
-def manager_messages(bank: MemoryBank, facts: Sequence[str], owner: str, k: int):
+def manager_messages(
+    bank: MemoryBank,
+    facts: Sequence[str],
+    owner: str,
+    k: int,
+    templates: Mapping[str, PromptTemplate] | None = None,
+):
     """(chat messages, IdMap) of one manager call over the owner's related memories."""
     related = related_memories(bank, facts, owner, k)
     ids = IdMap.from_memories([(e.id, e.text) for e in related])
-    prompt = render_manager_prompt(ids.prompt_entries(), facts)
+    t = {**MANAGER_TEMPLATES, **(templates or {})}
+    prompt = render_manager_prompt(
+        ids.prompt_entries(),
+        facts,
+        t["manager"],
+        t["manager_memory"],
+        t["manager_empty_memory"],
+    )
     return [{"role": "user", "content": prompt}], ids
 
 
@@ -101,7 +139,10 @@ def extract_facts(
 ) -> tuple[list[list[str]], list[list[list[str]]], Counter]:
     """Every turn's (raw output, parsed facts), [stream][turn], in one policy call."""
     where = [(s, i) for s, stream in enumerate(streams) for i in range(len(stream))]
-    prompts = [fact_messages(streams[s], i, settings.fact_context_turns) for s, i in where]
+    prompts = [
+        fact_messages(streams[s], i, settings.fact_context_turns, settings.templates)
+        for s, i in where
+    ]
     outputs = fact_policy(prompts) if prompts else []
     raw: list[list[str]] = [[""] * len(stream) for stream in streams]
     facts: list[list[list[str]]] = [[[] for _ in stream] for stream in streams]
@@ -113,6 +154,7 @@ def extract_facts(
         counters["facts_total"] += len(parsed.facts)
         counters["facts_rejected"] += parsed.rejected
         counters["facts_flattened"] += parsed.flattened
+        counters.update({f"facts_refused_{reason}": n for reason, n in parsed.refused})
     return raw, facts, counters
 
 
@@ -152,7 +194,13 @@ def build_banks(
     for step in tqdm(steps, desc="memory construction", unit="step", disable=not progress):
         active = [lane[step] for lane in lanes if step < len(lane)]
         calls = [
-            manager_messages(banks[s], facts[s][i], streams[s][i].speaker, settings.related_k)
+            manager_messages(
+                banks[s],
+                facts[s][i],
+                streams[s][i].speaker,
+                settings.related_k,
+                settings.templates,
+            )
             for s, i in active
         ]
         outputs = manager_policy([messages for messages, _ in calls]) if calls else []

@@ -25,6 +25,7 @@ from memjax.agents.memory_r1.answer_env import AnswerEnvironment, answer_example
 from memjax.agents.memory_r1.models import load_agent_model
 from memjax.agents.memory_r1.raw_turns import raw_turn_bank
 from memjax.data.synthetic import SyntheticConfig, generate_conversations
+from memjax.errors import ConfigError
 from memjax.rl.rollout import run_episodes
 
 
@@ -81,7 +82,7 @@ def greedy_eval(env, examples, params, cfg, tokenizer, max_new_tokens: int) -> d
 
 def demo_job(config, workdir) -> None:
     if not workdir:
-        raise SystemExit("memory_r1.demo: --workdir is required")
+        raise ConfigError("--workdir: memory_r1.demo needs a directory")
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

@@ -10,8 +10,8 @@ prompt). Reports, shaped like Memory-R1's Table 1 (question-weighted overall):
   - report_mem0.{md,json}: F1 / BLEU-1 / J and EM, category 5 left out (Mem0, Memory-R1);
   - report_official.{md,json}: the official LoCoMo stemmed F1 with its per-category rules
     (category 5 included when config.data.include_adversarial);
-each with p50/p95 latency of the fact extractor, manager, answer agent and judge, and memory
-tokens per conversation. predictions.jsonl holds every question's output and scores.
+each naming its split and the size of every part, with p50/p95 latency of the fact extractor,
+manager, answer agent and judge, and memory tokens per conversation. predictions.jsonl holds every question's output and scores.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from memjax.agents.memory_r1.bank_store import ensure_banks
 from memjax.agents.memory_r1.models import load_agent_model
 from memjax.agents.memory_r1.recipe import from_paper_recipe
 from memjax.data.categories import ADVERSARIAL, TABLE1_ORDER
+from memjax.errors import ConfigError
 from memjax.eval.judge import JudgeTally, parse_judge_reply, render_judge_prompt
 from memjax.eval.report import QuestionResult, build_report
 from memjax.eval.scoring import mem0_scores, official_scores
@@ -37,14 +38,22 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     """Runs the evaluation; returns {"mem0": Report, "official": Report, "predictions": [...]}."""
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    conversations = S.select_conversations(S.load_conversations(config.data), config.data)
+    every_conversation = S.load_conversations(config.data)
+    conversations = S.select_conversations(every_conversation, config.data)
+    split = S.split_summary(every_conversation, config.data)
     embedder = S.load_embedder(config)
     c, a = config.construction, config.answer_agent
     facts = S.policy_for(config, "manager", c.fact_max_new_tokens, c.batch_size, "fact_extraction")
     manager = S.policy_for(config, "manager", c.manager_max_new_tokens, c.batch_size, "manager")
     banks_dir = Path(config.banks_dir or workdir / "banks")
     stored = ensure_banks(
-        conversations, facts, manager, embedder, S.construction_settings(config), banks_dir
+        conversations,
+        facts,
+        manager,
+        embedder,
+        S.construction_settings(config),
+        banks_dir,
+        inputs=S.bank_inputs(config),
     )
     print(f"banks: built {stored.built or 'none'}, loaded the rest from {banks_dir}", flush=True)
 
@@ -61,6 +70,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     parsed = [parse_answer(t) for t in outputs]
 
     judge = S.policy_for(config, "judge", config.judge.max_new_tokens, a.batch_size, "judge")
+    judge_template = S.prompt_templates(config)["judge"]
     judged = [i for i, e in enumerate(examples) if e.category != ADVERSARIAL]
     replies = judge(
         [
@@ -68,7 +78,10 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
                 {
                     "role": "user",
                     "content": render_judge_prompt(
-                        examples[i].question, examples[i].gold, parsed[i].answer or ""
+                        examples[i].question,
+                        examples[i].gold,
+                        parsed[i].answer or "",
+                        judge_template,
                     ),
                 }
             ]
@@ -83,6 +96,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
 
     results, predictions = [], []
     answers = Counter(has_marker=sum(p.has_marker for p in parsed), total=len(parsed))
+    answers.update(f"refused_{p.refused}" for p in parsed if p.refused)
     for i, (e, text, p) in enumerate(zip(examples, outputs, parsed)):
         conv_id, qa_index = e.uid.rsplit("/", 1)
         scores = dict(mem0_scores(p.answer, e.gold, verdicts.get(i)))
@@ -111,7 +125,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     counters = {
         "construction": dict(stored.counters),
         "answers": dict(answers),
-        "judge_parse": dict(tally.status),
+        "judge_parse": dict(tally.status) | {f"refused_{k}": n for k, n in tally.refused.items()},
     }
     method = method or f"{S.agent_spec(config, 'answer').source}"
     mem0 = build_report(
@@ -122,6 +136,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
         latencies=latencies,
         memory_tokens=mem_tokens,
         counters=counters,
+        split=split,
     )
     official_categories = TABLE1_ORDER + ((ADVERSARIAL,) if config.data.include_adversarial else ())
     official = build_report(
@@ -132,6 +147,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
         latencies=latencies,
         memory_tokens=mem_tokens,
         counters=counters,
+        split=split,
     )
     for name, report in (("mem0", mem0), ("official", official)):
         (workdir / f"report_{name}.md").write_text(report.to_markdown())
@@ -144,7 +160,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
 
 def eval_job(config, workdir) -> None:
     if not workdir:
-        raise SystemExit("memory_r1.eval: --workdir is required (banks, reports)")
+        raise ConfigError("--workdir: memory_r1.eval needs a directory (banks, reports)")
     config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
     out = evaluate(config, workdir)
     print("Mem0 / Memory-R1 protocol:\n" + out["mem0"].to_markdown())
@@ -155,7 +171,7 @@ def eval_job(config, workdir) -> None:
 def build_banks_job(config, workdir) -> None:
     """`memory_r1.build_banks`: the selected conversations' banks under banks_dir."""
     if not workdir:
-        raise SystemExit("memory_r1.build_banks: --workdir is required")
+        raise ConfigError("--workdir: memory_r1.build_banks needs a directory")
     config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
     conversations = S.select_conversations(S.load_conversations(config.data), config.data)
     c = config.construction
@@ -169,6 +185,7 @@ def build_banks_job(config, workdir) -> None:
         S.load_embedder(config),
         S.construction_settings(config),
         banks_dir,
+        inputs=S.bank_inputs(config),
     )
     for cid, bank in stored.banks.items():
         print(f"{cid}: {len(bank)} memories ({', '.join(bank.owners())})")

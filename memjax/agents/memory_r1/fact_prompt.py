@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-FACT_EXTRACTION_PROMPT = """\
+from memjax.agents.prompt_templates import PromptTemplate
+
+_FACT_SYSTEM_TEXT = """\
 You are a personal information organizer. You read a conversation and write down the facts \
 about the people in it that are worth remembering for future conversations: short, \
 self-contained statements, one fact each.
@@ -26,30 +28,39 @@ Types of information to remember:
 Examples:
 
 Input: Hi, how are you?
-Output: {{"facts": []}}
+Output: {"facts": []}
 
 Input: The sky is blue.
-Output: {{"facts": []}}
+Output: {"facts": []}
 
 Input: I adopted a dog named Max last week.
-Output: {{"facts": ["Adopted a dog named Max"]}}
+Output: {"facts": ["Adopted a dog named Max"]}
 
 Input: My name is John and I work as a nurse in Boston.
-Output: {{"facts": ["Name is John", "Works as a nurse", "Lives in Boston"]}}
+Output: {"facts": ["Name is John", "Works as a nurse", "Lives in Boston"]}
 
 Rules:
-- Today's date is {date}. Turn relative dates ("last week") into dates when you can.
+- Today's date is {{date}}. Turn relative dates ("last week") into dates when you can.
 - Keep the names of the people facts are about when the conversation gives them.
 - Do not return anything from the examples above.
 - If nothing is worth remembering, return an empty list.
 - Write the facts in the language of the conversation.
-- Return only JSON of the form {{"facts": ["fact", ...]}}, and nothing else."""
+- Return only JSON of the form {"facts": ["fact", ...]}, and nothing else."""
+
+# Templates (memjax.agents.prompt_templates): the system prompt and the user message.
+FACT_SYSTEM_TEMPLATE = PromptTemplate("fact_system", ("date",), _FACT_SYSTEM_TEXT)
+FACT_USER_TEMPLATE = PromptTemplate("fact_user", ("dialogue",), "Input:\n{{dialogue}}")
 
 
-def render_fact_messages(turns: Sequence[tuple[str, str]], date: str) -> list[dict[str, str]]:
+def render_fact_messages(
+    turns: Sequence[tuple[str, str]],
+    date: str,
+    system: PromptTemplate = FACT_SYSTEM_TEMPLATE,
+    user: PromptTemplate = FACT_USER_TEMPLATE,
+) -> list[dict[str, str]]:
     """[(speaker, text), ...] (context turns first, the new turn last) -> chat messages."""
     dialogue = "\n".join(f"{speaker}: {text}" for speaker, text in turns)
     return [
-        {"role": "system", "content": FACT_EXTRACTION_PROMPT.format(date=date)},
-        {"role": "user", "content": f"Input:\n{dialogue}"},
+        {"role": "system", "content": system.render(date=date)},
+        {"role": "user", "content": user.render(dialogue=dialogue)},
     ]

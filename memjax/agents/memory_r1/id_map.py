@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from memjax.bounded_input import ascii_int
+
 
 @dataclasses.dataclass(frozen=True)
 class IdMap:
@@ -32,18 +34,13 @@ class IdMap:
 
     def index_of(self, prompt_id: object) -> int | None:
         """The position a model-written id names, or None. Accepts "3", " 3 " and 3, not
-        "03", "3.0" or True, so only ids the model was shown resolve."""
-        if isinstance(prompt_id, bool):
+        "03", "3.0", "²" or True, so only ids the model was shown resolve."""
+        index = ascii_int(prompt_id)
+        if index is None or index >= len(self.real_ids):
             return None
-        if isinstance(prompt_id, int):
-            key = str(prompt_id)
-        elif isinstance(prompt_id, str):
-            key = prompt_id.strip()
-        else:
-            return None
-        if not key.isdigit() or str(int(key)) != key or int(key) >= len(self.real_ids):
-            return None
-        return int(key)
+        if isinstance(prompt_id, str) and str(index) != prompt_id.strip():
+            return None  # "03": not how the prompt wrote any id
+        return index
 
     def real_id(self, prompt_id: object) -> str | None:
         i = self.index_of(prompt_id)

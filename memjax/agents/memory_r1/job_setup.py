@@ -7,49 +7,75 @@ from pathlib import Path
 
 from ml_collections import ConfigDict
 
-from memjax.agents.memory_r1.answer_env import AnswerSettings
-from memjax.agents.memory_r1.construction import ConstructionSettings
+from memjax.agents.memory_r1.answer_env import ANSWER_TEMPLATES, AnswerSettings
+from memjax.agents.memory_r1.construction import (
+    FACT_TEMPLATES,
+    MANAGER_TEMPLATES,
+    ConstructionSettings,
+)
 from memjax.agents.memory_r1.models import load_agent_model, sampler_policy
 from memjax.agents.memory_r1.policy import TimedPolicy
+from memjax.agents.prompt_templates import PromptTemplate, templates_from_config
 from memjax.data.categories import ADVERSARIAL
 from memjax.data.locomo import load_locomo
 from memjax.data.locomo_types import Conversation
-from memjax.data.splits import MEMORY_R1_TRAIN_IDS, MEMORY_R1_VALIDATION_IDS
-from memjax.data.synthetic import SyntheticConfig, generate_conversations
+from memjax.data.splits import (
+    MEMORY_R1_TRAIN_IDS,
+    MEMORY_R1_VALIDATION_IDS,
+    SYNTHETIC_HELDOUT_PREFIX,
+    SYNTHETIC_TRAIN_PREFIX,
+    SplitSummary,
+    SyntheticSplitConfig,
+    synthetic_split,
+)
+from memjax.errors import ConfigError, DataError
+from memjax.eval.judge import JUDGE_TEMPLATE
+from memjax.fingerprint import path_stamp
 
 SPLITS = ("train", "validation", "test", "all")
 
 
+def synthetic_config(data: ConfigDict) -> SyntheticSplitConfig:
+    s = data.synthetic
+    return SyntheticSplitConfig(
+        num_train=int(s.num_train),
+        num_validation=int(s.num_validation),
+        num_test=int(s.num_test),
+        sessions_per_conversation=int(s.sessions_per_conversation),
+        train_seed=int(s.train_seed),
+        held_out_seed=int(s.held_out_seed),
+    )
+
+
 def load_conversations(data: ConfigDict) -> list[Conversation]:
     if data.path == "synthetic":
-        s = data.synthetic
-        return generate_conversations(
-            SyntheticConfig(
-                num_conversations=int(s.num_conversations),
-                sessions_per_conversation=int(s.sessions_per_conversation),
-                seed=int(s.seed),
-            )
-        )
+        parts = synthetic_split(synthetic_config(data))
+        return [c for part in ("train", "validation", "test") for c in parts[part]]
     if not Path(data.path).is_file():
-        raise FileNotFoundError(
+        raise DataError(
             f"config.data.path={data.path!r} does not exist (LoCoMo's locomo10.json, or "
             "'synthetic')"
         )
     return load_locomo(data.path)
 
 
-def split_ids(conversations: list[Conversation], split: str, synthetic: bool) -> list[str]:
+def split_ids(conversations: list[Conversation], split: str, data: ConfigDict) -> list[str]:
     """Memory-R1's split (conv-26 train, conv-30 validation, the rest test); synthetic data:
-    first half train, then one validation, the rest test."""
+    the train seed's conversations train, the held-out seed's validate (the first
+    `num_validation`) and test (the rest)."""
     if split not in SPLITS:
-        raise ValueError(f"config.data.split={split!r}; choose from {SPLITS}")
+        raise ConfigError(f"config.data.split={split!r}; choose from {SPLITS}")
     ids = [c.sample_id for c in conversations]
     if split == "all":
         return ids
-    if synthetic:
-        half = max(1, len(ids) // 2)
-        parts = {"train": ids[:half], "validation": ids[half : half + 1]}
-        parts["test"] = ids[half + 1 :] or ids[half:]
+    if data.path == "synthetic":
+        held_out = [i for i in ids if i.startswith(SYNTHETIC_HELDOUT_PREFIX + "-")]
+        n_val = synthetic_config(data).num_validation
+        parts = {
+            "train": [i for i in ids if i.startswith(SYNTHETIC_TRAIN_PREFIX + "-")],
+            "validation": held_out[:n_val],
+            "test": held_out[n_val:],
+        }
         return parts[split]
     train, val = set(MEMORY_R1_TRAIN_IDS), set(MEMORY_R1_VALIDATION_IDS)
     parts = {
@@ -58,6 +84,34 @@ def split_ids(conversations: list[Conversation], split: str, synthetic: bool) ->
         "test": [i for i in ids if i not in train | val],
     }
     return parts[split]
+
+
+def split_summary(conversations: list[Conversation], data: ConfigDict) -> SplitSummary:
+    """What a report states about its questions: the scored part and every part's size."""
+    by_id = {c.sample_id: c for c in conversations}
+
+    def count(ids) -> int:
+        return sum(len(questions(by_id[i], data)) for i in ids)
+
+    if data.conversations:
+        chosen = [i.strip() for i in str(data.conversations).split(",") if i.strip()]
+        name = "conversations " + ", ".join(chosen)
+    else:
+        chosen, name = split_ids(conversations, data.split, data), str(data.split)
+    if data.path == "synthetic":
+        s = data.synthetic
+        how = (
+            f"synthetic: train seed {s.train_seed}, held-out seed {s.held_out_seed} "
+            "(validation first, then test)"
+        )
+    else:
+        how = "LoCoMo by conversation: conv-26 train, conv-30 validation, the rest test"
+    sizes = {part: count(split_ids(conversations, part, data)) for part in SPLITS[:3]}
+    sizes["scored"] = count(chosen)
+    how += f"; {len(chosen)} conversations scored"
+    if int(data.max_questions) > 0:
+        how += f", at most {int(data.max_questions)} questions each"
+    return SplitSummary(name, sizes, how)
 
 
 def select_conversations(
@@ -69,11 +123,11 @@ def select_conversations(
         wanted = [i.strip() for i in str(data.conversations).split(",") if i.strip()]
         missing = [i for i in wanted if i not in by_id]
         if missing:
-            raise ValueError(
+            raise ConfigError(
                 f"config.data.conversations: {missing} not in the data; have {sorted(by_id)}"
             )
     else:
-        wanted = split_ids(conversations, split or data.split, data.path == "synthetic")
+        wanted = split_ids(conversations, split or data.split, data)
     return [by_id[i] for i in wanted]
 
 
@@ -117,16 +171,68 @@ def policy_for(
     return TimedPolicy(policy, name or role, batch_size=batch_size)
 
 
+def model_identity(config: ConfigDict, role: str) -> dict:
+    """The fingerprint fields of a role's model: where its weights come from and their dtype
+    (the `stamp` of local weights changes when they are retrained in place)."""
+    spec = agent_spec(config, role)
+    weights = spec.trained or spec.source
+    return {
+        f"{role}.source": spec.source,
+        f"{role}.trained": spec.trained,
+        f"{role}.param_dtype": spec.param_dtype,
+        f"{role}.stamp": path_stamp(weights) if weights else "",
+    }
+
+
+def embedder_identity(config: ConfigDict) -> dict:
+    e = config.embedder
+    return {
+        "embedder.source": e.source,
+        "embedder.layout": e.layout or "",
+        "embedder.stamp": path_stamp(e.source),
+    }
+
+
+def bank_inputs(config: ConfigDict, role: str = "manager") -> dict:
+    """What besides the conversation and the construction settings decides a bank: the model
+    that extracts facts and manages memory, the embedder, and the generation settings (greedy
+    decoding, so these fix the outputs). Batch size is left out: it does not change them."""
+    c = config.construction
+    return {
+        **model_identity(config, role),
+        **embedder_identity(config),
+        "construction.fact_max_new_tokens": int(c.fact_max_new_tokens),
+        "construction.manager_max_new_tokens": int(c.manager_max_new_tokens),
+        "construction.max_prompt_tokens": int(c.max_prompt_tokens),
+    }
+
+
 def load_embedder(config: ConfigDict):
     from memjax.memory.embedder import Embedder
 
     return Embedder.load(config.embedder.source, layout=config.embedder.layout or None)
 
 
+PROMPT_DEFAULTS = {
+    **FACT_TEMPLATES,
+    **MANAGER_TEMPLATES,
+    **ANSWER_TEMPLATES,
+    JUDGE_TEMPLATE.name: JUDGE_TEMPLATE,
+}
+
+
+def prompt_templates(config: ConfigDict) -> dict[str, PromptTemplate]:
+    """Every Memory-R1 prompt's template: `config.prompts.<name>` (a file) or memjax's own;
+    a bad file is one error naming it and its placeholders, raised at job start."""
+    return templates_from_config(config.get("prompts"), PROMPT_DEFAULTS, "config.prompts")
+
+
 def construction_settings(config: ConfigDict) -> ConstructionSettings:
     c = config.construction
     return ConstructionSettings(
-        related_k=int(c.related_k), fact_context_turns=int(c.fact_context_turns)
+        related_k=int(c.related_k),
+        fact_context_turns=int(c.fact_context_turns),
+        templates=prompt_templates(config),
     )
 
 
@@ -137,6 +243,7 @@ def answer_settings(config: ConfigDict) -> AnswerSettings:
         metric=str(a.metric),
         style=str(a.style),
         answer_prefix=str(a.get("answer_prefix", "")),
+        templates=prompt_templates(config),
     )
 
 

@@ -17,7 +17,7 @@ memories and the question, so a group whose members agree costs one answer call.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from memjax.agents.memory_r1.answer_env import AnswerExample, AnswerSettings, answer_messages
 from memjax.agents.memory_r1.answer_parser import parse_answer
@@ -28,6 +28,7 @@ from memjax.agents.memory_r1.manager_parser import parse_manager_output
 from memjax.agents.memory_r1.policy import ChatPolicy
 from memjax.agents.memory_r1.rewards import answer_score
 from memjax.agents.memory_r1.snapshots import ManagerExample, read_cached
+from memjax.agents.prompt_templates import PromptTemplate
 from memjax.memory.bank import BankSnapshot, MemoryBank
 from memjax.memory.ops import Provenance
 from memjax.rl.environment import Environment, StepResult
@@ -38,6 +39,8 @@ class ManagerSettings:
     related_k: int = 10  # memories shown to the manager
     answer_k: int = 30  # memories per speaker shown to the frozen answer agent
     answer: AnswerSettings = AnswerSettings()  # its prompt, and the reward metric (EM)
+    # The manager's prompt templates by name (manager, manager_memory, manager_empty_memory).
+    templates: Mapping[str, PromptTemplate] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +83,13 @@ class ManagerEnvironment(Environment):
 
     def messages(self, example: ManagerExample) -> tuple[list[dict], IdMap]:
         owner = example.turn.speaker
-        return manager_messages(self.bank(example), example.facts, owner, self.settings.related_k)
+        return manager_messages(
+            self.bank(example),
+            example.facts,
+            owner,
+            self.settings.related_k,
+            self.settings.templates,
+        )
 
     # ---------------------------------------------------------------- rewards
 

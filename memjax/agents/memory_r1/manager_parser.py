@@ -12,6 +12,9 @@ is rejected with a reason and counted; nothing raises. Rules:
 - NONE is accepted with or without a known id.
 - One operation per memory: a second UPDATE/DELETE/NONE naming the same id is rejected as
   duplicate_id (first wins); an ADD repeating an earlier ADD's text is duplicate_add.
+- Output that memjax.bounded_input refuses (too long, nested too deep) is rejected whole with
+  that reason; a value it refuses (an integer of more than 18 digits) makes its object
+  unreadable, so the items before it are salvaged and the reason is counted.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import dataclasses
 from collections import Counter
 from typing import Any, Literal
 
-from memjax.agents.json_extract import first_object, salvage_array_items
+from memjax.agents.json_extract import first_object, salvage_array_items, screened
 from memjax.agents.memory_r1.id_map import IdMap
 
 Op = Literal["ADD", "UPDATE", "DELETE", "NONE"]
@@ -64,16 +67,22 @@ class ManagerParse:
 
 
 def _items(text: str) -> tuple[list[Any] | None, JsonStatus, list[Rejection]]:
-    obj = first_object(text, required_key="memory")
+    problems: Counter = Counter()
+    if screened(text, problems) is None:
+        return None, "no_json", [Rejection(reason, None) for reason in problems]
+    obj = first_object(text, required_key="memory", problems=problems)
+    found: list[Rejection] = [Rejection(r, None) for r in problems.elements()]
     if obj is not None:
         if isinstance(obj["memory"], list):
-            return obj["memory"], "ok", []
-        return [], "ok", [Rejection("memory_not_a_list", obj["memory"])]
-    salvaged = salvage_array_items(text, "memory")
+            return obj["memory"], "ok", found
+        return [], "ok", found + [Rejection("memory_not_a_list", obj["memory"])]
+    problems.clear()
+    salvaged = salvage_array_items(text, "memory", problems)
+    found += [Rejection(r, None) for r in problems.elements()]
     if salvaged is not None:
         items, _ = salvaged
-        return items, "salvaged", [Rejection("truncated", None)]
-    return None, "no_json", [Rejection("no_json", None)]
+        return items, "salvaged", found + [Rejection("truncated", None)]
+    return None, "no_json", found + [Rejection("no_json", None)]
 
 
 def _text_field(item: dict, key: str) -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from memjax.agents.prompt_templates import PromptTemplate
+
 MANAGER_INSTRUCTIONS = """\
 You are a smart memory manager which controls the memory of a system. You can perform four \
 operations: (1) add into the memory, (2) update the memory, (3) delete from the memory, and \
@@ -93,32 +95,50 @@ OUTPUT_SCHEMA = """\
 }"""
 
 
-def render_manager_prompt(prompt_memories: Sequence[dict[str, str]], facts: Sequence[str]) -> str:
+# Templates (memjax.agents.prompt_templates): the whole user message, and the two forms of its
+# current-memory part (Mem0's get_update_memory_messages has the same two).
+MANAGER_TEMPLATE = PromptTemplate(
+    "manager",
+    ("current_memory", "facts"),
+    MANAGER_INSTRUCTIONS + "\n\n{{current_memory}}\n\n"
+    "The new retrieved facts are in the triple backticks. Analyse them and decide, for "
+    "each, whether it should be added, updated or deleted in the memory, or cause no "
+    "change.\n\n```\n{{facts}}\n```\n\n"
+    "Return your response in the following JSON structure only:\n\n"
+    f"{OUTPUT_SCHEMA}\n\n"
+    "Follow these instructions:\n"
+    "- Do not return anything from the examples above.\n"
+    "- If the current memory is empty, add the new retrieved facts to the memory.\n"
+    "- Keep the ID of a memory element that does not change, and list it with event NONE.\n"
+    "- For an addition, generate a new ID.\n"
+    "- For an update, keep the ID and change only the text.\n"
+    "- For a deletion, return the element's ID with event DELETE.\n\n"
+    "Do not return anything except the JSON format.",
+)
+MANAGER_MEMORY_TEMPLATE = PromptTemplate(
+    "manager_memory",
+    ("memories",),
+    "Below is the current content of the memory:\n\n```\n{{memories}}\n```",
+)
+MANAGER_EMPTY_MEMORY_TEMPLATE = PromptTemplate(
+    "manager_empty_memory", (), "Current memory is empty."
+)
+
+
+def render_manager_prompt(
+    prompt_memories: Sequence[dict[str, str]],
+    facts: Sequence[str],
+    template: PromptTemplate = MANAGER_TEMPLATE,
+    memory_template: PromptTemplate = MANAGER_MEMORY_TEMPLATE,
+    empty_template: PromptTemplate = MANAGER_EMPTY_MEMORY_TEMPLATE,
+) -> str:
     """The manager's user message. `prompt_memories` is IdMap.prompt_entries()."""
     if prompt_memories:
-        current = (
-            "Below is the current content of the memory:\n\n```\n"
-            # One memory per line, as in the examples: compact for small context windows.
-            + "[\n"
-            + ",\n".join(json.dumps(dict(m), ensure_ascii=False) for m in prompt_memories)
-            + "\n]"
-            + "\n```"
-        )
+        # One memory per line, as in the examples: compact for small context windows.
+        listed = ",\n".join(json.dumps(dict(m), ensure_ascii=False) for m in prompt_memories)
+        current = memory_template.render(memories="[\n" + listed + "\n]")
     else:
-        current = "Current memory is empty."
-    return (
-        f"{MANAGER_INSTRUCTIONS}\n\n{current}\n\n"
-        "The new retrieved facts are in the triple backticks. Analyse them and decide, for "
-        "each, whether it should be added, updated or deleted in the memory, or cause no "
-        "change.\n\n```\n" + json.dumps(list(facts), ensure_ascii=False) + "\n```\n\n"
-        "Return your response in the following JSON structure only:\n\n"
-        f"{OUTPUT_SCHEMA}\n\n"
-        "Follow these instructions:\n"
-        "- Do not return anything from the examples above.\n"
-        "- If the current memory is empty, add the new retrieved facts to the memory.\n"
-        "- Keep the ID of a memory element that does not change, and list it with event NONE.\n"
-        "- For an addition, generate a new ID.\n"
-        "- For an update, keep the ID and change only the text.\n"
-        "- For a deletion, return the element's ID with event DELETE.\n\n"
-        "Do not return anything except the JSON format."
+        current = empty_template.render()
+    return template.render(
+        current_memory=current, facts=json.dumps(list(facts), ensure_ascii=False)
     )

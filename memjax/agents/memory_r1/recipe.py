@@ -3,13 +3,15 @@
     config = memory_r1_config("/models/Qwen2.5-7B-Instruct", algo="grpo")
     config.job = "memory_r1.train_manager"
 
-Paper facts (MR1-v5 App. D; reference/papers.md §1.1): actor lr 1e-6, critic lr 1e-5 with a
-constant schedule after warmup, total batch 128, micro-batch 2 per GPU on 4 GPUs, prompt 4096
+Paper facts (MR1-v5 App. D; reference/papers.md §1.1): actor lr 1e-6, critic lr 1e-5, both
+constant with no warmup (verl's `warmup_style: constant`, `lr_warmup_steps_ratio: 0`), total
+batch 128, micro-batch 2 per GPU on 4 GPUs, prompt 4096
 and response 2048 tokens, temperature 1.0 in training and greedy decoding at test, EM reward,
 60 retrieved memories (30 per speaker), snapshots by a teacher (GPT-4o-mini in the paper) over
 the preceding 24 turns (App. B.2's text; its Alg. 1 says 50). Not in the paper, and memjax's
 choice: GRPO group size 8, KL coefficient 0.001 (k3), clip 0.2, one epoch, top-10 related
-memories for the manager, one preceding turn of context for fact extraction.
+memories for the manager, one preceding turn of context for fact extraction, and the number of
+training steps (`TRAINING_STEPS`, below).
 
 `model` is the base policy; `manager`, `answer`, `teacher` and `judge` each use it unless their
 own `source` is set, and `trained` points an agent at weights a training job exported.
@@ -22,6 +24,11 @@ from ml_collections import ConfigDict
 PAPER_BATCH = 128  # questions per step (App. D "total batch 128")
 PAPER_GPUS = 4  # 4xH100 (8 for the 14B model)
 PAPER_MICRO_BATCH = 2  # rows per GPU per micro-step
+# The paper states no number of steps. verl, which it ran, trains `trainer.total_epochs: 30`
+# (ppo_trainer.yaml) over a dataloader that drops the last incomplete batch: conv-26's 152
+# training questions at 128 per step are one step per epoch, so 30 steps.
+VERL_TOTAL_EPOCHS = 30
+TRAINING_STEPS = VERL_TOTAL_EPOCHS * (152 // PAPER_BATCH)
 
 
 def _agent(source: str = "", trained: str = "") -> ConfigDict:
@@ -35,7 +42,7 @@ def rl_config(algo: str, group_size: int, prompts_per_step: int, seq_len: int) -
     rl = ConfigDict()
     rl.algo = algo
     rl.seed = 0
-    rl.num_steps = 100
+    rl.num_steps = TRAINING_STEPS
     rl.prompts_per_step = prompts_per_step
     rl.group_size = group_size
     rl.epochs = 1
@@ -61,11 +68,13 @@ def rl_config(algo: str, group_size: int, prompts_per_step: int, seq_len: int) -
     rl.advantage = ConfigDict(
         {"scaling": "group", "ddof": 1, "epsilon": 1e-6, "gamma": 1.0, "lam": 1.0, "whiten": True}
     )
+    # Constant rates with no warmup for actor and critic, as the paper and verl (critic_warmup
+    # 0: the actor also updates from the first step).
     rl.optimizer = ConfigDict(
-        {"learning_rate": 1e-6, "warmup_steps": 10, "schedule": "constant", "weight_decay": 0.01}
+        {"learning_rate": 1e-6, "warmup_steps": 0, "schedule": "constant", "weight_decay": 0.01}
     )
     rl.critic_optimizer = ConfigDict(
-        {"learning_rate": 1e-5, "warmup_steps": 10, "schedule": "constant", "weight_decay": 0.01}
+        {"learning_rate": 1e-5, "warmup_steps": 0, "schedule": "constant", "weight_decay": 0.01}
     )
     rl.value_clip = 0.2
     rl.eval_every = 10
@@ -95,8 +104,17 @@ def memory_r1_config(
 
     config.data = ConfigDict()
     config.data.path = locomo_path  # or "synthetic"
+    # Synthetic data: training conversations and held-out ones (validation, then test) come
+    # from different seeds, so no held-out conversation repeats a training one.
     config.data.synthetic = ConfigDict(
-        {"num_conversations": 8, "sessions_per_conversation": 4, "seed": 0}
+        {
+            "num_train": 4,
+            "num_validation": 1,
+            "num_test": 3,
+            "sessions_per_conversation": 4,
+            "train_seed": 0,
+            "held_out_seed": 1,
+        }
     )
     config.data.split = "test"  # build_banks / eval: train | validation | test | all
     config.data.conversations = ""  # comma-separated ids; overrides the split
@@ -125,6 +143,25 @@ def memory_r1_config(
     config.snapshots.cache_dir = ""  # default: <workdir>/snapshots
 
     config.banks_dir = ""  # built banks to reuse (default: <workdir>/banks)
+
+    # Prompt template files with {{placeholders}} (memjax.agents.prompt_templates); "" keeps
+    # memjax's own wording. Point one at the authors' exact text to reproduce their setup.
+    config.prompts = ConfigDict(
+        {
+            name: ""
+            for name in (
+                "fact_system",  # {{date}}
+                "fact_user",  # {{dialogue}}
+                "manager",  # {{current_memory}}, {{facts}}
+                "manager_memory",  # {{memories}}
+                "manager_empty_memory",  # no placeholders
+                "answer",  # {{speaker_a}} {{memories_a}} {{speaker_b}} {{memories_b}} {{question}}
+                "answer_no_distill",  # the same
+                "answer_short",  # the same
+                "judge",  # {{question}}, {{gold_answer}}, {{generated_answer}}
+            )
+        }
+    )
 
     group = 8 if algo == "grpo" else 1
     config.rl = rl_config(algo, group, PAPER_BATCH, seq_len=4096 + 2048)
@@ -170,6 +207,7 @@ def from_paper_recipe(config: ConfigDict) -> ConfigDict:
     rl.sampling.max_new_tokens = int(rollout.max_response_length)
     rl.advantage.epsilon = float(train.advantage_eps)
     rl.checkpoint_every = int(train.save_every_steps)
+    rl.num_steps = int(train.num_steps)
     for key in config.optimizer:
         rl.optimizer[key] = config.optimizer[key]
     for key in config.loss:

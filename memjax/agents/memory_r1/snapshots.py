@@ -12,8 +12,11 @@ are applied to the snapshot, and a frozen answer agent answers the question over
 
 Cache layout: cache_dir/<teacher>-w<window>-c<fact context>/<conversation>/<dia_id>/, an
 atomic snapshot directory (memjax.memory.atomic) holding the bank's files and `turn.json`
-(the evidence turn, its facts, the teacher's raw output, the construction trace). A turn
-whose snapshot exists is never rebuilt, so a killed build resumes where it stopped.
+(the evidence turn, its facts, the teacher's raw output, the construction trace, and the
+fingerprint of what built it: the window's turns and the evidence turn, the construction
+settings and `inputs`, the teacher model and embedder; see job_setup.bank_inputs). A turn whose
+snapshot exists with the same fingerprint is never rebuilt, so a killed build resumes where it
+stopped; one built from other inputs is rebuilt, and the count is printed with what differed.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from memjax.agents.memory_r1.construction import (
 from memjax.agents.memory_r1.fact_parser import parse_facts
 from memjax.agents.memory_r1.policy import ChatPolicy
 from memjax.data.locomo_types import Conversation
+from memjax.fingerprint import describe, differences, text_sha256
 from memjax.memory.atomic import atomic_save, latest_snapshot
 from memjax.memory.bank import BankSnapshot, MemoryBank
 from memjax.memory.bank_io import read_snapshot, write_snapshot
@@ -77,6 +81,38 @@ def is_cached(root: Path) -> bool:
     return True
 
 
+def snapshot_fingerprint(
+    window_turns: Sequence[StreamTurn],
+    turn: StreamTurn,
+    teacher: str,
+    window: int,
+    settings: ConstructionSettings,
+    inputs: dict | None,
+) -> dict:
+    turns = [dataclasses.asdict(t) for t in (*window_turns, turn)]
+    return {
+        "turns.sha256": text_sha256(turns),
+        "teacher": teacher,
+        "window": window,
+        **{f"construction.{k}": v for k, v in dataclasses.asdict(settings).items()},
+        **(inputs or {}),
+    }
+
+
+def stale_snapshot(root: Path, fingerprint: dict) -> list[str] | None:
+    """None when the cached snapshot may be reused; else what differs ([] when absent)."""
+    if not is_cached(root):
+        return []
+    try:
+        meta = json.loads((latest_snapshot(root) / "turn.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return [f"{root}: unreadable turn.json"]
+    return (
+        differences(meta.get("fingerprint") if isinstance(meta, dict) else None, fingerprint)
+        or None
+    )
+
+
 def read_cached(root: str | Path) -> tuple[BankSnapshot, int, dict]:
     """(bank snapshot, embedding dim, turn.json) of a cached snapshot."""
     directory = latest_snapshot(root)
@@ -107,6 +143,7 @@ def build_manager_examples(
     window: int = DEFAULT_WINDOW,
     settings: ConstructionSettings = ConstructionSettings(),
     progress: bool = False,
+    inputs: dict | None = None,
 ) -> tuple[list[ManagerExample], Counter]:
     """`items`: (conversation id, QA item) pairs. Builds the missing snapshots (all at once,
     batched), then returns one example per (question, evidence turn) with facts, and counts
@@ -130,9 +167,26 @@ def build_manager_examples(
             pairs.append((conv_id, qa, dia_id))
             wanted.setdefault((conv_id, dia_id), (stream, position[dia_id]))
 
-    todo = {key: value for key, value in wanted.items() if not is_cached(snapshot_root(root, *key))}
+    def fingerprint(key):
+        stream, i = wanted[key]
+        return snapshot_fingerprint(
+            stream[max(0, i - window) : i], stream[i], teacher, window, settings, inputs
+        )
+
+    fingerprints = {key: fingerprint(key) for key in wanted}
+    todo, stale = {}, {}
+    for key, value in wanted.items():
+        diffs = stale_snapshot(snapshot_root(root, *key), fingerprints[key])
+        if diffs is not None:
+            todo[key] = value
+            if diffs:
+                stale[key] = diffs
+    if stale:
+        first = describe(next(iter(stale.values())))
+        print(f"snapshots: {len(stale)} in {root} built from other inputs ({first}); rebuilding")
     stats["snapshots_cached"] = len(wanted) - len(todo)
     stats["snapshots_built"] = len(todo)
+    stats["snapshots_rebuilt"] = len(stale)
     if todo:
         keys = list(todo)
         windows = [todo[k][0][max(0, todo[k][1] - window) : todo[k][1]] for k in keys]
@@ -140,7 +194,10 @@ def build_manager_examples(
             windows, teacher_facts, teacher_manager, embedder, settings, progress=progress
         )
         # The evidence turn's own facts, with the same preceding context the extractor uses.
-        prompts = [fact_messages(todo[k][0], todo[k][1], settings.fact_context_turns) for k in keys]
+        prompts = [
+            fact_messages(todo[k][0], todo[k][1], settings.fact_context_turns, settings.templates)
+            for k in keys
+        ]
         outputs = teacher_facts(prompts)
         for key, turns, bank, trace, output in zip(
             keys, windows, built.banks, built.traces, outputs
@@ -155,6 +212,7 @@ def build_manager_examples(
                 "window": window,
                 "window_turns": [t.dia_id for t in turns],
                 "trace": [dataclasses.asdict(t) for t in trace],
+                "fingerprint": fingerprints[key],
             }
             _write(bank, meta, snapshot_root(root, *key))
 

@@ -26,6 +26,7 @@ from memjax.agents.memory_r1.manager_env import ManagerEnvironment, ManagerSetti
 from memjax.agents.memory_r1.models import load_agent_model
 from memjax.agents.memory_r1.recipe import from_paper_recipe
 from memjax.agents.memory_r1.snapshots import build_manager_examples
+from memjax.errors import ConfigError, DataError
 
 
 def _run_trainer(config, workdir: Path, env, model, train_examples, eval_examples):
@@ -33,10 +34,11 @@ def _run_trainer(config, workdir: Path, env, model, train_examples, eval_example
     from memjax.rl.trainer import summary_line, train
 
     if not train_examples:
-        raise ValueError("no training examples (check config.data and the split)")
+        raise DataError("config.data: no training examples in the chosen conversations and split")
     result = train(
         config.rl,
         workdir,
+        path="config.rl",
         env=env,
         params=model.params,
         cfg=model.cfg,
@@ -64,6 +66,7 @@ def answer_training_examples(config, workdir: Path, split: str):
         S.load_embedder(config),
         S.construction_settings(config),
         Path(config.banks_dir or workdir / "banks"),
+        inputs=S.bank_inputs(config),
     )
     k = int(config.answer_agent.k_per_speaker)
     return [
@@ -98,6 +101,7 @@ def manager_training_examples(config, workdir: Path, split: str, embedder):
         window=int(config.snapshots.window),
         settings=S.construction_settings(config),
         progress=True,
+        inputs=S.bank_inputs(config, role="teacher"),
     )
     print(f"manager examples ({split}): {dict(stats)}", flush=True)
     return examples
@@ -105,7 +109,7 @@ def manager_training_examples(config, workdir: Path, split: str, embedder):
 
 def train_answer_job(config, workdir) -> None:
     if not workdir:
-        raise SystemExit("memory_r1.train_answer: --workdir is required")
+        raise ConfigError("--workdir: memory_r1.train_answer needs a directory")
     config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
     workdir = Path(workdir)
     train_examples = answer_training_examples(config, workdir, "train")
@@ -117,7 +121,7 @@ def train_answer_job(config, workdir) -> None:
 
 def train_manager_job(config, workdir) -> None:
     if not workdir:
-        raise SystemExit("memory_r1.train_manager: --workdir is required")
+        raise ConfigError("--workdir: memory_r1.train_manager needs a directory")
     config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
     workdir = Path(workdir)
     embedder = S.load_embedder(config)
@@ -130,6 +134,7 @@ def train_manager_job(config, workdir) -> None:
         related_k=int(config.construction.related_k),
         answer_k=int(a.k_per_speaker),
         answer=S.answer_settings(config),
+        templates=S.prompt_templates(config),
     )
     env = ManagerEnvironment(model.tokenizer, embedder, answerer, settings)
     _run_trainer(config, workdir, env, model, train_examples, eval_examples)

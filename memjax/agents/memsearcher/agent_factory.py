@@ -1,8 +1,9 @@
 """Episodes of MemSearcher and of its baselines, built from one config so that all agents share
 the retriever settings (top-n) and the turn limit, and differ only in how they keep context.
 
-Search-R1 retrieves `retriever.default_top_n` passages per search (its own default is 3), ReAct
-uses MemSearcher's tool and settings, and plain RAG retrieves as many once.
+Search-R1 runs with its own settings from the config's `search_r1` section (3 passages per
+search, 4 search rounds, observations cut at 500 tokens), ReAct uses MemSearcher's tool and
+settings, and plain RAG retrieves `retriever.default_top_n` passages once.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from ml_collections import ConfigDict
 
 from memjax.agents.episode import Episode
 from memjax.agents.memsearcher.episode import MemSearcherEpisode
-from memjax.agents.memsearcher.recipe import settings_from_config
+from memjax.agents.memsearcher.recipe import prompt_templates, settings_from_config
 from memjax.agents.rag import RagSettings, make_rag_episodes
 from memjax.agents.react import ReActEpisode, ReActSettings
 from memjax.agents.retrieval import Retriever
-from memjax.agents.search_r1 import SearchR1Episode, SearchR1Settings
+from memjax.agents.search_r1 import SearchR1Episode, search_r1_settings
+from memjax.errors import ConfigError
 
 AGENTS = ("memsearcher", "search_r1", "react", "rag")
 SEQUENTIAL = ("memsearcher", "search_r1", "react")  # the multi-turn agents
@@ -27,7 +29,7 @@ def parse_agents(names: str) -> list[str]:
     agents = [a.strip() for a in str(names).split(",") if a.strip()]
     unknown = [a for a in agents if a not in AGENTS]
     if unknown or not agents:
-        raise ValueError(f"config.eval.agents={names!r}: choose from {', '.join(AGENTS)}")
+        raise ConfigError(f"config.eval.agents={names!r}: choose from {', '.join(AGENTS)}")
     return agents
 
 
@@ -39,8 +41,9 @@ def episode_factory(
     if agent == "memsearcher":
         return lambda q: MemSearcherEpisode(q, count_tokens, settings)
     if agent == "search_r1":
-        sr1 = SearchR1Settings(max_turns=settings.max_turns, top_k=settings.search.default_top_n)
-        return lambda q: SearchR1Episode(q, sr1)
+        instruction = prompt_templates(config)["search_r1_instruction"]
+        sr1 = search_r1_settings(config.search_r1, instruction)
+        return lambda q: SearchR1Episode(q, sr1, count_tokens)
     if agent == "react":
         react = ReActSettings(max_turns=settings.max_turns, search=settings.search)
         return lambda q: ReActEpisode(q, react)

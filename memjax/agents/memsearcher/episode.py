@@ -1,16 +1,25 @@
 """One MemSearcher trajectory as a state machine over text.
 
 Each turn is one context, rebuilt from (question, memory) and holding up to two calls:
-  1. the action: `<think>...</think>` then a `<tool_call>` or a `\\boxed{}` answer;
-  2. after the tool response, the memory update `<memory>...</memory>`.
-The trajectory ends on an answer (no tool call), a call that hit the token limit (no EOS), a
-memory update without `<memory>`, a memory over the cap (not truncated: the trajectory ends, as
-in the paper's code), or after `max_turns` contexts.
+  1. the action: `<think>...</think>` then `<tool_call>`s or a `\\boxed{}` answer;
+  2. after the tool responses, the memory update `<memory>...</memory>`.
+The completion is read as the authors' rollout reads it (memjax.agents.memsearcher.protocol):
+every tool call of the action runs and their responses come back in one message; a response
+with no tool call, or with unpaired `<tool_call>` tags, is the answer turn; the first
+`<memory>` block is the new memory. The trajectory ends on an answer, a call that hit the token
+limit (no EOS) or stopped on `<|im_start|>`, a memory update without `<memory>` or with an
+empty one, a memory over the cap (not truncated: the trajectory ends, as in the paper's code),
+or after `max_turns` contexts.
+
+memjax's own choice: a call the search tool cannot run (bad JSON, unknown function, no query)
+is answered with an error line in its `<tool_response>` and the turn goes on, where the authors'
+client sends whatever arguments it finds to the search server (any function name; the server
+answers an error). The turn structure is the same; only the error text differs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memjax.agents.episode import (
@@ -21,16 +30,22 @@ from memjax.agents.episode import (
     SearchRequest,
 )
 from memjax.agents.memsearcher import prompts
+from memjax.agents.memsearcher.protocol import (
+    IM_START,
+    boxed_answer,
+    first_memory,
+    stopped_on_im_start,
+    tool_calls,
+)
 from memjax.agents.memsearcher.reward import reward
+from memjax.agents.prompt_templates import PromptTemplate
 from memjax.agents.retrieval import Passage
 from memjax.agents.search_tool import (
     SearchSettings,
     error_result,
     format_results,
     plan_search,
-    tool_response_body,
 )
-from memjax.agents.tool_format import extract_boxed, last_tag_content, parse_tool_call
 
 TRAIN_MAX_TURNS = 5
 EVAL_MAX_TURNS = 20
@@ -42,6 +57,10 @@ class MemSearcherSettings:
     memory_cap_tokens: int = 1024
     think_prefix: str = prompts.THINK_PREFIX
     search: SearchSettings = field(default_factory=SearchSettings)
+    stop: tuple[str, ...] = (IM_START,)  # besides EOS, as the authors' sampler
+    # Prompt templates by name (memsearcher_system, memsearcher_user,
+    # memsearcher_tool_response); absent: memjax's own (memjax.agents.memsearcher.prompts).
+    templates: Mapping[str, PromptTemplate] = field(default_factory=dict)
 
 
 _ACT, _SEARCH, _MEMORY, _DONE = "act", "search", "memory", "done"
@@ -65,7 +84,8 @@ class MemSearcherEpisode:
         self.searches: list[str] = []
         self.stop_reason = ""
         self._state = _ACT
-        self._pending_tool = None
+        self._calls = []  # the action's tool calls (ParsedToolCall), run one after another
+        self._results: list[str] = []  # their results so far
         self._new_context()
 
     # -- the Episode protocol ------------------------------------------------------------
@@ -87,10 +107,12 @@ class MemSearcherEpisode:
             return None
         raise RuntimeError(f"observe() in state {self._state!r}")
 
-    def receive(self, passages: list[Passage]) -> None:
+    def receive(self, passages: list[Passage]) -> SearchRequest | None:
+        """Takes the pending search's passages; returns the action's next search, if any."""
         if self._state != _SEARCH:
             raise RuntimeError(f"receive() in state {self._state!r}")
-        self._respond(format_results(passages, self.settings.search))
+        self._results.append(format_results(passages, self.settings.search))
+        return self._next_search()
 
     def result(self, golden_answers: Sequence[str]) -> EpisodeResult:
         if not self.done:
@@ -99,7 +121,7 @@ class MemSearcherEpisode:
         outcome = reward(final.assistant_messages(), final.outputs[-1].eos, golden_answers)
         answer = None
         if self.stop_reason == "answer":
-            answer = extract_boxed(final.assistant_messages()[-1])
+            answer = boxed_answer(final.assistant_messages()[-1])
         return EpisodeResult(
             question=self.question,
             answer=answer,
@@ -118,53 +140,73 @@ class MemSearcherEpisode:
         return self.contexts[-1]
 
     def _new_context(self) -> None:
-        messages = prompts.context_messages(self.question, self.memory)
-        self.contexts.append(ContextRecord([ModelCall(messages, self.settings.think_prefix)]))
+        messages = prompts.context_messages(self.question, self.memory, self.settings.templates)
+        call = ModelCall(messages, self.settings.think_prefix, self.settings.stop)
+        self.contexts.append(ContextRecord([call]))
         self._state = _ACT
 
     def _finish(self, reason: str) -> None:
         self.stop_reason = reason
         self._state = _DONE
 
-    def _observe_action(self, output: ModelOutput) -> SearchRequest | None:
+    def _record(self, output: ModelOutput) -> bool:
+        """Keeps the output; False when the call ended the trajectory (no EOS, or the
+        `<|im_start|>` stop, which counts as no EOS for the reward)."""
+        if stopped_on_im_start(output.text):
+            self._context.outputs.append(ModelOutput(output.text, False, output.token_ids))
+            self._finish("im_start_stop")
+            return False
         self._context.outputs.append(output)
         if not output.eos:
             self._finish("no_eos")
+            return False
+        return True
+
+    def _observe_action(self, output: ModelOutput) -> SearchRequest | None:
+        if not self._record(output):
             return None
-        parsed = parse_tool_call(output.text)
-        if parsed is None:
+        self._calls = tool_calls(output.text)
+        if not self._calls:
             self._finish("answer")
             return None
-        self._pending_tool = parsed
-        plan = plan_search(parsed, self.settings.search)
-        if plan.query is None:
-            # A broken call is answered with an error and the turn goes on; the format check
-            # gives the trajectory 0 if this is its final context.
-            self._respond(error_result(plan.error))
-            return None
-        self.searches.append(plan.query)
-        self._state = _SEARCH
-        return SearchRequest(plan.query, plan.k)
+        self._results = []
+        return self._next_search()
 
-    def _respond(self, result: str) -> None:
+    def _next_search(self) -> SearchRequest | None:
+        """The next runnable call's search; a call that cannot run gets an error result (the
+        format check gives the trajectory 0 if this is its final context)."""
+        while len(self._results) < len(self._calls):
+            plan = plan_search(self._calls[len(self._results)], self.settings.search)
+            if plan.query is None:
+                self._results.append(error_result(plan.error))
+                continue
+            self.searches.append(plan.query)
+            self._state = _SEARCH
+            return SearchRequest(plan.query, plan.k)
+        self._respond()
+        return None
+
+    def _respond(self) -> None:
         call = self._context.calls[-1]
         action = {
             "role": "assistant",
             "content": call.assistant_prefix + self._context.outputs[-1].text,
         }
-        body = tool_response_body(self._pending_tool, result)
-        messages = (*call.messages, action, prompts.tool_response_message(body))
-        self._context.calls.append(ModelCall(messages, ""))
+        responses = [(c.raw, r) for c, r in zip(self._calls, self._results)]
+        reply = prompts.tool_response_message(responses, self.settings.templates)
+        messages = (*call.messages, action, reply)
+        self._context.calls.append(ModelCall(messages, "", self.settings.stop))
         self._state = _MEMORY
 
     def _observe_memory(self, output: ModelOutput) -> None:
-        self._context.outputs.append(output)
-        if not output.eos:
-            self._finish("no_eos")
+        if not self._record(output):
             return
-        memory = last_tag_content(output.text, "memory")
+        memory = first_memory(output.text)
         if memory is None:
             self._finish("no_memory")
+            return
+        if not memory:  # the authors' rollout keeps a trajectory only on a non-empty memory
+            self._finish("empty_memory")
             return
         if self.count_tokens(memory) > self.settings.memory_cap_tokens:
             self._finish("memory_over_cap")

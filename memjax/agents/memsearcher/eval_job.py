@@ -30,6 +30,7 @@ from memjax.agents.memsearcher.agent_factory import make_episodes, parse_agents
 from memjax.agents.retrieval import Retriever
 from memjax.agents.transcript import chat_format, turn_token_counts
 from memjax.data.qa import QAExample
+from memjax.errors import ConfigError
 from memjax.eval import search_agent_report
 from memjax.eval.search_agent_report import EvaluatedEpisode
 
@@ -121,10 +122,12 @@ def prediction_rows(episodes: Sequence[EvaluatedEpisode], fmt) -> list[dict]:
     ]
 
 
-def write_outputs(episodes: Sequence[EvaluatedEpisode], tokenizer, directory: Path) -> dict:
+def write_outputs(
+    episodes: Sequence[EvaluatedEpisode], tokenizer, directory: Path, split=None
+) -> dict:
     fmt = chat_format(tokenizer)
     report = search_agent_report.summarize(episodes, fmt)
-    paths = search_agent_report.write(report, directory)
+    paths = search_agent_report.write(report, directory, split)
     predictions = directory / "predictions.jsonl"
     with open(predictions, "w", encoding="utf-8") as f:
         for row in prediction_rows(episodes, fmt):
@@ -138,9 +141,13 @@ def eval_job(config: ConfigDict, workdir: str | None) -> dict:
     from memjax.agents.sampler_adapter import SamplerPolicy, sampling_params
 
     if not workdir:
-        raise SystemExit("memsearcher.eval: --workdir is required (tables, plot, predictions)")
+        raise ConfigError(
+            "--workdir: memsearcher.eval needs a directory (tables, plot, predictions)"
+        )
     agents = parse_agents(config.eval.agents)
     sets = job_setup.load_qa_sets(config.data, "eval")
+    split = job_setup.qa_split_summary(config.data, "eval")
+    logging.info("%s", split.line())
     retriever = job_setup.make_retriever(config)
     model = job_setup.load_policy_model(config)
     tokenizer = model.tokenizer
@@ -167,12 +174,13 @@ def eval_job(config: ConfigDict, workdir: str | None) -> dict:
             int(config.eval.batch_size),
             progress=True,
         )
-        paths = write_outputs(episodes, tokenizer, directory)
+        paths = write_outputs(episodes, tokenizer, directory, split)
         logging.info("%s done; tables in %s", agent, directory)
     print(paths["scores_markdown"].read_text())
     print(paths["markdown"].read_text())
     summary = {
         "questions": sum(len(v) for v in sets.values()),
+        "split": split.to_json(),
         "agents": agents,
         "overflowed_calls": policy.overflows,
         "wall_s": round(time.perf_counter() - t0, 1),

@@ -3,6 +3,9 @@ user message built from (question, memory), and the memory-update request after 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
+from memjax.agents.prompt_templates import PromptTemplate
 from memjax.agents.search_tool import TOOLS_SECTION
 
 SYSTEM_PROMPT = (
@@ -26,18 +29,50 @@ MEMORY_UPDATE_REQUEST = (
 
 THINK_PREFIX = "<think>"
 
+# Templates (memjax.agents.prompt_templates); `config.prompts.<name>` replaces any of them.
+SYSTEM_TEMPLATE = PromptTemplate("memsearcher_system", (), SYSTEM_PROMPT)
+USER_TEMPLATE = PromptTemplate(
+    "memsearcher_user",
+    ("question", "memory"),
+    "<question> {{question}} </question>\n\n<memory> {{memory}} </memory>",
+)
+# One tool call's response and the update request after it (the authors repeat both per call).
+TOOL_RESPONSE_TEMPLATE = PromptTemplate(
+    "memsearcher_tool_response",
+    ("call", "result"),
+    "<tool_response>{{call}}\n{{result}}\n</tool_response>\n" + MEMORY_UPDATE_REQUEST,
+)
+TEMPLATES = {t.name: t for t in (SYSTEM_TEMPLATE, USER_TEMPLATE, TOOL_RESPONSE_TEMPLATE)}
 
-def user_message(question: str, memory: str) -> str:
-    return f"<question> {question} </question>\n\n<memory> {memory} </memory>"
+
+def _template(templates: Mapping[str, PromptTemplate] | None, name: str) -> PromptTemplate:
+    return (templates or {}).get(name, TEMPLATES[name])
 
 
-def context_messages(question: str, memory: str) -> tuple[dict, ...]:
+def user_message(
+    question: str, memory: str, templates: Mapping[str, PromptTemplate] | None = None
+) -> str:
+    return _template(templates, "memsearcher_user").render(question=question, memory=memory)
+
+
+def context_messages(
+    question: str, memory: str, templates: Mapping[str, PromptTemplate] | None = None
+) -> tuple[dict, ...]:
     """The start of every context: nothing from earlier contexts survives but the memory."""
     return (
-        {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": user_message(question, memory)},
+        {"role": "system", "content": _template(templates, "memsearcher_system").render()},
+        {"role": "user", "content": user_message(question, memory, templates)},
     )
 
 
-def tool_response_message(body: str) -> dict:
-    return {"role": "user", "content": f"{body}\n{MEMORY_UPDATE_REQUEST}"}
+def tool_response_message(
+    calls_and_results: Sequence[tuple[str, str]],
+    templates: Mapping[str, PromptTemplate] | None = None,
+) -> dict:
+    """One user message for all the action's tool calls ((raw call, result) pairs), each
+    response followed by the update request, as the authors' rollout concatenates them."""
+    template = _template(templates, "memsearcher_tool_response")
+    return {
+        "role": "user",
+        "content": "".join(template.render(call=c, result=r) for c, r in calls_and_results),
+    }

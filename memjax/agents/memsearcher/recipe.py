@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from ml_collections import ConfigDict
 
+from memjax.agents.memsearcher import prompts
 from memjax.agents.memsearcher.episode import (
     EVAL_MAX_TURNS,
     TRAIN_MAX_TURNS,
     MemSearcherSettings,
 )
+from memjax.agents.prompt_templates import PromptTemplate, templates_from_config
+from memjax.agents.search_r1.episode import INSTRUCTION_TEMPLATE
 from memjax.agents.search_tool import SearchSettings
 from memjax.recipes.rl_sections import lora_section, optimizer_section, policy_loss_section
 
@@ -48,6 +51,9 @@ def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") 
         {name: f"{data_root}/{name}/{split}.jsonl" for name, split in EVAL_SPLITS.items()}
     )
     config.data.add_question_mark = True
+    # A file named in both train and eval is cut by question id: this fraction evaluates.
+    config.data.shared_file_eval_fraction = 0.2
+    config.data.split_seed = 0
     config.data.shuffle = True
     config.data.worker_count = 0
 
@@ -80,9 +86,27 @@ def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") 
     config.rollout.max_prompt_length = 695
     config.rollout.max_response_length = 6024  # per context
 
+    # Prompt template files with {{placeholders}} (memjax.agents.prompt_templates); "" keeps
+    # memjax's own wording. Point one at the authors' exact text to reproduce their setup.
+    config.prompts = ConfigDict(
+        {
+            "memsearcher_system": "",  # no placeholders
+            "memsearcher_user": "",  # {{question}}, {{memory}}
+            "memsearcher_tool_response": "",  # {{call}}, {{result}} (one per tool call)
+            "search_r1_instruction": "",  # {{question}}
+        }
+    )
+
     config.eval_sampling = ConfigDict()
     config.eval_sampling.temperature = 0.0  # greedy
     config.eval_sampling.max_tokens_per_call = 512
+
+    # The Search-R1 baseline runs with Search-R1's own settings, not MemSearcher's
+    # (PeterGriffinJin/Search-R1 @ a14dc3a, scripts/nq_hotpotqa/v0.2/train_ppo.sh and
+    # search_r1/llm_agent/generation.py): 3 passages per search (`retriever.topk=3`), at most
+    # 4 search rounds and then one final call (`max_turns=4`), and each observation cut to its
+    # first 500 tokens (`max_obs_length=500`).
+    config.search_r1 = ConfigDict({"top_k": 3, "max_turns": 4, "max_observation_tokens": 500})
 
     # memsearcher.eval: MemSearcher against the growing-context baselines and plain RAG.
     config.eval = ConfigDict()
@@ -98,20 +122,41 @@ def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") 
     config.train.algorithm = "multi_context_grpo"
     config.train.batch_size = 256  # questions per step
     config.train.mini_batch_size = 128
+    # How a step's context rows become updates (memjax.rl.minibatches). MemSearcher's trainer
+    # cuts all context rows, in rollout order, into mini-batches of mini_batch_size x G rows
+    # (verl's ppo_mini_batch_size x rollout.n), so a step makes about 2 x (mean contexts per
+    # trajectory) updates; "shuffled" is memjax's fixed batch_size / mini_batch_size updates
+    # over shuffled rows. The shards are train.sh's 8 GPUs, each cutting its own slice.
+    config.train.mini_batch_mode = "in_order"
+    config.train.mini_batch_shards = 8
     config.train.ppo_epochs = 1
     config.train.total_epochs = 1
     config.train.num_steps = 0  # 0: total_epochs over the training sets
-    config.train.micro_batches = 1  # per mini-batch; more saves activation memory
+    # Per mini-batch; more saves activation memory. A config with scale sections
+    # (train.micro_batch_per_device) derives it from that instead, so the memory plan and the
+    # run use the same micro-batch.
+    config.train.micro_batches = 1
     config.train.vocab_chunk = 4096  # log-probs computed over the vocabulary in chunks
     config.train.advantage_eps = 1e-6  # A = (R - mean_G) / (std_G + eps), unbiased std
     config.train.save_every_steps = 20
     return config
 
 
+PROMPT_DEFAULTS = {**prompts.TEMPLATES, INSTRUCTION_TEMPLATE.name: INSTRUCTION_TEMPLATE}
+
+
+def prompt_templates(config: ConfigDict) -> dict[str, PromptTemplate]:
+    """Every prompt's template: `config.prompts.<name>` (a file) or memjax's own; a bad file is
+    one error naming it and its placeholders."""
+    return templates_from_config(config.get("prompts"), PROMPT_DEFAULTS, "config.prompts")
+
+
 def settings_from_config(config: ConfigDict, evaluation: bool = False) -> MemSearcherSettings:
     """The episode settings a config asks for (turn limit: training or evaluation)."""
     agent, retriever = config.agent, config.retriever
+    templates = prompt_templates(config)
     return MemSearcherSettings(
+        templates={k: v for k, v in templates.items() if k in prompts.TEMPLATES},
         max_turns=agent.max_turns_eval if evaluation else agent.max_turns_train,
         memory_cap_tokens=agent.memory_cap_tokens,
         search=SearchSettings(

@@ -5,11 +5,14 @@ answer's F1 against the gold answers when it is above 0, else 0.1 (a valid forma
 little, so early policies learn the format before they learn to answer).
 
 The format is valid when, over the final context's assistant messages (each including the
-"<think>" the assistant turn was started with):
-  - every message has paired <think></think> and <tool_call></tool_call> tags;
+"<think>" the assistant turn was started with), as the authors' `validate_template_format`
+(icip-cas/MemSearcher @ 83a3bea, verl/utils/reward_score/re_call.py):
+  - every message has as many <think> as </think> and <tool_call> as </tool_call> tags;
   - the first message contains <think>;
-  - a tool call in the first message is JSON with "name" and "arguments";
-  - the last message contains \\boxed{...} whose braces close.
+  - every tool call in the first message is JSON with "name" and "arguments" (memjax also
+    asks for a JSON object, where the authors look for the two quoted words in any JSON);
+  - the last message holds a boxed answer in a form the authors accept (`\\boxed{...}` or
+    `\\boxed ...`; memjax.agents.memsearcher.protocol.boxed_answer).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memjax.agents.tool_format import extract_boxed, parse_tool_call, tags_paired
+from memjax.agents.memsearcher.protocol import boxed_answer, tool_calls
+from memjax.agents.tool_format import parse_tool_call
 from memjax.eval.qa_metrics import f1_score
 
 FORMAT_REWARD = 0.1
@@ -43,18 +47,21 @@ def validate_format(assistant_messages: Sequence[str]) -> FormatCheck:
         return FormatCheck(False, "no assistant message", None)
     for i, message in enumerate(assistant_messages):
         for tag in ("think", "tool_call"):
-            if not tags_paired(message, tag):
+            if message.count(f"<{tag}>") != message.count(f"</{tag}>"):
                 return FormatCheck(False, f"message {i}: unpaired <{tag}> tags", None)
     first = assistant_messages[0]
     if "<think>" not in first:
         return FormatCheck(False, "message 0: no <think>", None)
-    parsed = parse_tool_call(first)
-    if parsed is not None and not parsed.well_formed:
-        return FormatCheck(False, f"message 0: {parsed.error}", None)
+    calls = tool_calls(first)
+    if not calls and "<tool_call>" in first:  # counts equal, but a block closes before it opens
+        calls = [parse_tool_call(first)]
+    for parsed in calls:
+        if not parsed.well_formed:
+            return FormatCheck(False, f"message 0: {parsed.error}", None)
     last = assistant_messages[-1]
     if "\\boxed" not in last:
         return FormatCheck(False, "last message: no \\boxed", None)
-    answer = extract_boxed(last)
+    answer = boxed_answer(last)
     if answer is None:
         return FormatCheck(False, "last message: \\boxed{} cannot be parsed", None)
     return FormatCheck(True, "", answer)

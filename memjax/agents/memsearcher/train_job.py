@@ -23,18 +23,19 @@ from memjax.agents.episode_env import EpisodeEnv
 from memjax.agents.memsearcher import job_setup
 from memjax.agents.memsearcher.agent_factory import SEQUENTIAL, episode_factory
 from memjax.agents.sampler_adapter import make_rollout_generate, sampling_params
+from memjax.errors import ConfigError
 
 
 def trainer_config(config: ConfigDict, num_train_examples: int) -> ConfigDict:
     """The trainer's config (see memjax.rl.trainer) for this recipe and training-set size."""
     train, rollout = config.train, config.rollout
     if train.batch_size % train.mini_batch_size:
-        raise ValueError(
+        raise ConfigError(
             f"config.train.batch_size={train.batch_size} is not a multiple of "
             f"config.train.mini_batch_size={train.mini_batch_size}"
         )
     if train.algorithm != "multi_context_grpo":
-        raise ValueError(f"config.train.algorithm={train.algorithm!r}; only multi_context_grpo")
+        raise ConfigError(f"config.train.algorithm={train.algorithm!r}; only multi_context_grpo")
     steps = int(train.num_steps) or max(
         1, int(train.total_epochs) * num_train_examples // int(train.batch_size)
     )
@@ -45,9 +46,13 @@ def trainer_config(config: ConfigDict, num_train_examples: int) -> ConfigDict:
     c.prompts_per_step = int(train.batch_size)
     c.group_size = int(rollout.group_size)
     c.epochs = int(train.ppo_epochs)
-    # One optimizer update per mini-batch of questions, as verl's ppo_mini_batch_size.
+    c.mini_batch_mode = str(train.get("mini_batch_mode", "shuffled"))
+    # "shuffled": a fixed number of updates per step, one per mini-batch of questions.
     c.mini_batches = int(train.batch_size) // int(train.mini_batch_size)
-    c.micro_batches = int(train.micro_batches)
+    # "in_order": consecutive chunks of rows, verl's ppo_mini_batch_size x rollout.n.
+    c.mini_batch_rows = int(train.mini_batch_size) * int(rollout.group_size)
+    c.mini_batch_shards = int(train.get("mini_batch_shards", 1))
+    c.micro_batches = micro_batches(config, c.mini_batch_rows)
     c.seq_len = int(rollout.max_prompt_length) + int(rollout.max_response_length)
     c.vocab_chunk = int(train.vocab_chunk)
     c.old_logprobs = "trainer"  # recomputed; the sampler's are logged as the gap metric
@@ -72,6 +77,21 @@ def trainer_config(config: ConfigDict, num_train_examples: int) -> ConfigDict:
     c.mesh = None if _single_device(config.mesh) else ConfigDict(config.mesh.to_dict())
     c.stop_after = None
     return c
+
+
+def micro_batches(config: ConfigDict, mini_batch_rows: int) -> int:
+    """Micro-batches per update. With scale sections, `train.micro_batch_per_device` rows per
+    data-parallel device (what tools/plan_memory.py plans for); else `train.micro_batches`."""
+    train = config.train
+    if "micro_batch_per_device" not in train:
+        return int(train.micro_batches)
+    from memjax.planning import resolve_mesh
+
+    devices = int(config.hardware.num_devices)
+    mesh = resolve_mesh(dict(config.mesh), devices)
+    data_parallel = mesh["data"] * mesh["fsdp"]  # the batch axis is sharded over both
+    per_micro = int(train.micro_batch_per_device) * data_parallel
+    return max(1, -(-mini_batch_rows // per_micro))
 
 
 def _single_device(mesh: ConfigDict) -> bool:
@@ -148,8 +168,9 @@ def train_job(config: ConfigDict, workdir: str | None) -> dict:
     from memjax.rl.trainer import summary_line
 
     if not workdir:
-        raise SystemExit("memsearcher.train: --workdir is required (checkpoints, curves)")
+        raise ConfigError("--workdir: memsearcher.train needs a directory (checkpoints, curves)")
     sets = job_setup.load_qa_sets(config.data, "train")
+    print(job_setup.qa_split_summary(config.data, "train").line(), flush=True)
     rows = [e.to_row() for examples in sets.values() for e in examples]
     retriever = job_setup.make_retriever(config)
     model = job_setup.load_policy_model(config)

@@ -1,16 +1,18 @@
-"""Search-R1's prompt, action parser, observation format and exact-match reward."""
+"""Search-R1's prompt, action parser, observation format and exact-match reward.
+
+Tags are found in linear time (memjax.agents.tag_scan); a completion over
+memjax.bounded_input's length bound is an invalid action.
+"""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memjax.agents.retrieval import Passage
+from memjax.agents.tag_scan import first_block, tag_blocks
+from memjax.bounded_input import MAX_TEXT_CHARS
 from memjax.eval.qa_metrics import em_score
-
-_ACTION = re.compile(r"<(search|answer)>(.*?)</\1>", re.DOTALL)
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 
 PROMPT_TEMPLATE = (
     "Answer the given question. Every time you receive new information, first reason inside "
@@ -47,10 +49,10 @@ class Action:
 def parse_action(text: str) -> Action:
     """The first complete `<search>` or `<answer>` block; anything written after it is dropped,
     as if generation had stopped at the closing tag."""
-    match = _ACTION.search(text)
-    if match is None:
+    block = first_block(text, ("search", "answer")) if len(text) <= MAX_TEXT_CHARS else None
+    if block is None:
         return Action("invalid", "", text)
-    return Action(match.group(1), match.group(2).strip(), text[: match.end()])
+    return Action(block.tag, block.content.strip(), text[: block.end])
 
 
 def format_information(passages: Sequence[Passage]) -> str:
@@ -66,10 +68,10 @@ def format_information(passages: Sequence[Passage]) -> str:
 def extract_answer(full_text: str) -> str | None:
     """The last `<answer>` of prompt + response. The prompt's own example is one match, so
     fewer than two matches means the model never answered."""
-    matches = _ANSWER.findall(full_text)
+    matches = tag_blocks(full_text, "answer")
     if len(matches) <= 1:
         return None
-    return matches[-1].strip()
+    return matches[-1].content.strip()
 
 
 def reward(full_text: str, golden_answers: Sequence[str]) -> float:

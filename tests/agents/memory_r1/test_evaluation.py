@@ -76,6 +76,13 @@ def test_eval_builds_answers_judges_and_reports(tmp_path, monkeypatch):
         data = json.loads((tmp_path / f"report_{name}.json").read_text())
         assert set(data["latency"]) >= {"manager", "answer", "judge", "fact_extraction"}
         assert all(v > 0 for v in data["memory_tokens"].values())
+        # Each report names its split and the size of every part (the scored part is all n).
+        assert data["split"]["name"] == "test" and data["split"]["sizes"]["scored"] == n
+        assert set(data["split"]["sizes"]) == {"train", "validation", "test", "scored"}
+        assert (
+            "Split: test (synthetic: train seed 0, held-out seed 1"
+            in (tmp_path / f"report_{name}.md").read_text()
+        )
     # A second run reuses the built banks (nothing rebuilt) and gives the same scores.
     again = evaluation.evaluate(config, tmp_path, method="scripted")
     assert again["mem0"].overall.means == mem0.overall.means

@@ -1,0 +1,1 @@
+"""Supervised fine-tuning on chat trajectories (the cold start before RL)."""

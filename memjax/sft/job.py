@@ -1,0 +1,134 @@
+"""The `sft.train` job: supervised fine-tuning of a decoder on chat trajectories.
+
+    python -m memjax.launch --config=configs/sft_toy.py --workdir=/tmp/sft \
+        --config.data.train=/data/trajectories.jsonl
+
+Reads `config.data.train` (jsonl, `memjax.sft.trajectories`), holds out `config.data.eval` (or,
+when that is empty, a deterministic `eval_fraction` of the trajectories by id hash, so no
+trajectory is both trained on and evaluated), trains with `config.sft` and writes:
+  workdir/checkpoints   orbax checkpoints (a killed run resumes where it stopped)
+  workdir/tb            TensorBoard events;  workdir/loss_curve.png
+  workdir/policy        the trained weights as an HF directory (with the tokenizer), so that
+                        `--config.model.source=<workdir>` starts RL from them
+  workdir/sft_summary.json
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from memjax.errors import ConfigError
+from memjax.memory.atomic import atomic_write_text
+from memjax.sft.rows import trajectory_rows
+from memjax.sft.run_config import SFTRunConfig
+from memjax.sft.trajectories import read_trajectories
+
+
+def held_out(trajectory_id: str, fraction: float) -> bool:
+    """A stable choice by id: the same trajectory is held out on every machine and run."""
+    h = int(hashlib.sha256(trajectory_id.encode()).hexdigest()[:8], 16)
+    return h < fraction * 0x100000000
+
+
+def select_roles(trajectories, roles: str, max_per_role: int) -> list:
+    """The trajectories of the named roles ("" = all), at most `max_per_role` of each (0 = all),
+    in file order."""
+    wanted = {r.strip() for r in roles.split(",") if r.strip()}
+    counts: dict[str, int] = {}
+    out = []
+    for t in trajectories:
+        if wanted and t.role not in wanted:
+            continue
+        counts[t.role] = counts.get(t.role, 0) + 1
+        if not max_per_role or counts[t.role] <= max_per_role:
+            out.append(t)
+    if not out:
+        raise ConfigError(f"config.data.roles={roles!r}: no trajectory has these roles")
+    return out
+
+
+def split_trajectories(config_data) -> tuple[list, list, str]:
+    """(train, eval, how the eval set was chosen), restricted to `roles` / `max_per_role`."""
+    roles = str(config_data.get("roles", "") or "")
+    per_role = int(config_data.get("max_per_role", 0) or 0)
+    train = select_roles(read_trajectories(config_data.train), roles, per_role)
+    eval_path = str(config_data.get("eval", "") or "")
+    if eval_path:
+        held = select_roles(read_trajectories(eval_path), roles, per_role)
+        return train, held, f"file {eval_path}"
+    fraction = float(config_data.get("eval_fraction", 0.0))
+    if not 0.0 <= fraction < 1.0:
+        raise ConfigError(f"config.data.eval_fraction={fraction}: must be in [0, 1)")
+    kept = [t for t in train if not held_out(t.id, fraction)]
+    return kept, [t for t in train if held_out(t.id, fraction)], f"{fraction:.0%} by id hash"
+
+
+def task_evaluation(config, model):
+    """The agent's own greedy evaluation at every eval step, when `config.task_eval.kind` asks
+    for one ("search_agent": the agent of the MemSearcher recipe file `task_eval.config`)."""
+    section = config.get("task_eval")
+    kind = str(section.kind) if section is not None else "none"
+    if kind == "none":
+        return None
+    if kind != "search_agent":
+        raise ConfigError(f"config.task_eval.kind={kind!r}: choose none or search_agent")
+    from memjax.sft.task_eval import load_agent_config, search_agent_eval
+
+    agent_config = load_agent_config(str(section.config))
+    return search_agent_eval(
+        agent_config, model.tokenizer, model.cfg, max_examples=int(section.max_examples)
+    )
+
+
+def train_job(config, workdir) -> dict:
+    from memjax.checkpoints import load_model
+    from memjax.checkpoints.decoder_io import export_hf_decoder
+    from memjax.rl.trainer import summary_line
+    from memjax.sft.task import SFTTask
+    from memjax.training.loop import run_loop
+
+    if not workdir:
+        raise ConfigError("--workdir: required for sft.train (checkpoints, curves, weights)")
+    rc = SFTRunConfig.from_section(config.sft, "config.sft")  # fails before anything loads
+    train, held, how = split_trajectories(config.data)
+    m = config.model
+    dtypes = {"compute_dtype": str(m.compute_dtype)} if m.get("compute_dtype") else {}
+    model = load_model(str(m.source), param_dtype=str(m.param_dtype), remat=str(m.remat), **dtypes)
+    max_len = rc.batching.max_seq_len
+    train_rows, train_counts = trajectory_rows(model.tokenizer, train, max_len)
+    eval_rows, eval_counts = trajectory_rows(model.tokenizer, held, max_len)
+    print(
+        f"sft data: train {len(train)} trajectories -> {train_counts}; "
+        f"held out ({how}) {len(held)} -> {eval_counts}",
+        flush=True,
+    )
+    task = SFTTask(
+        rc,
+        params=model.params,
+        cfg=model.cfg,
+        train_rows=train_rows,
+        eval_rows=eval_rows,
+        pad_id=model.tokenizer.pad_id,
+        task_eval=task_evaluation(config, model),
+    )
+    result = run_loop(task, rc.loop, workdir)
+    workdir = Path(workdir)
+    if bool(config.get("export", True)):
+        export_hf_decoder(
+            result["params"], model.cfg, workdir / "policy", tokenizer=model.tokenizer
+        )
+    summary = {
+        "train": {"trajectories": len(train), **train_counts},
+        "eval": {"trajectories": len(held), "chosen": how, **eval_counts},
+        "epochs_planned": task.epochs,
+        "history_tail": result["history"][-3:],
+        "evals": result["evals"],
+    }
+    atomic_write_text(workdir / "sft_summary.json", json.dumps(summary, indent=1))
+    print(summary_line(result), flush=True)
+    return result
+
+
+__all__ = ["train_job", "split_trajectories", "held_out"]

@@ -1,0 +1,84 @@
+"""The SFT update: token NLL on the trained tokens, on the same micro-batched, sharded train
+step (and optimizer chain) as RL's policy update.
+
+    step = sft_train_step(cfg, optimizer, agg_mode="token-mean", num_micro_batches=2)
+    state, metrics = step(state, {"tokens", "token_mask", "loss_mask"})   # [B, T] each
+
+The loss is aggregated with RL's modes (`memjax.rl.losses.AGG_MODES`): the denominator comes from
+the whole batch's loss mask before the micro-batch scan, so micro-batching does not change the
+gradient. Log-probs are the vocabulary-chunked ones of the RL step, at temperature 1.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from memjax.parallel import TRAIN_RULES, normalize_rules
+from memjax.rl import losses
+from memjax.rl.logprobs import sequence_logprobs
+from memjax.rl.train_step import TrainStep
+
+
+def nll_objective(cfg, agg_mode: str, vocab_chunk: int, mesh=None, rules=None):
+    """(params, micro_batch) -> (loss_sum, metric_sums) for TrainStep."""
+    model_rules = normalize_rules(rules) if mesh is not None else None
+
+    def objective(params, mb):
+        logp, _ = sequence_logprobs(
+            params,
+            cfg,
+            mb["tokens"],
+            mb["token_mask"],
+            chunk=vocab_chunk,
+            mesh=mesh,
+            rules=model_rules,
+        )  # [b, T]: log p(token t | tokens < t)
+        mask = mb["loss_mask"]
+        total = losses.aggregate_sum(-logp, mask, agg_mode)
+        token_nll = losses.aggregate_sum(-logp, mask, "token-mean")
+        return total, {
+            "loss": total,
+            "nll_sum": token_nll,
+            "tokens": mask.astype(jnp.float32).sum(),
+        }
+
+    return objective
+
+
+def _finalize(sums: dict, den):
+    tokens = jnp.maximum(sums["tokens"], 1.0)
+    return {
+        "loss": sums["loss"] / jnp.maximum(den, 1.0),
+        "token_nll": sums["nll_sum"] / tokens,
+        "tokens": sums["tokens"],
+    }
+
+
+def sft_train_step(
+    cfg,
+    optimizer,
+    *,
+    agg_mode: str = "token-mean",
+    vocab_chunk: int = 4096,
+    num_micro_batches: int = 1,
+    mesh=None,
+    rules=TRAIN_RULES,
+    state_shardings=None,
+    donate: bool = True,
+) -> TrainStep:
+    if agg_mode not in losses.AGG_MODES:
+        raise ValueError(f"agg_mode={agg_mode!r}: choose from {losses.AGG_MODES}")
+    return TrainStep(
+        nll_objective(cfg, agg_mode, vocab_chunk, mesh, rules),
+        optimizer,
+        denominator=lambda b: losses.aggregate_denominator(b["loss_mask"], agg_mode),
+        finalize=_finalize,
+        num_micro_batches=num_micro_batches,
+        mesh=mesh,
+        rules=rules,
+        state_shardings=state_shardings,
+        donate=donate,
+    )
+
+
+__all__ = ["sft_train_step", "nll_objective"]

@@ -1,0 +1,135 @@
+"""One SFT step for the shared loop (`memjax.training.loop`): a length-bucketed batch of rows,
+one NLL update. Evaluation: held-out token NLL, plus the agent's own task metric when given.
+
+    task = SFTTask(rc, params=params, cfg=cfg, train_rows=rows, eval_rows=held_out, pad_id=0)
+    result = run_loop(task, rc.loop, workdir)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import grain
+import numpy as np
+
+from memjax.errors import DataError
+from memjax.models.decoder import decoder_abstract
+from memjax.parallel import TRAIN_RULES
+from memjax.rl import host_batches
+from memjax.rl.logprobs import make_logprob_fn
+from memjax.sft.batches import batch_plan, batches_per_epoch, make_batch
+from memjax.sft.rows import Row
+from memjax.sft.run_config import SFTRunConfig
+from memjax.sft.step import sft_train_step
+from memjax.training.states import build_state, mesh_from
+
+
+class SFTTask:
+    label = "sft"
+    record_prefix = "data"
+    curve = "loss"
+    curve_file = "loss_curve.png"
+    eval_key = "nll"
+    best_mode = "min"
+    source = None  # no environment state to checkpoint
+
+    def __init__(
+        self,
+        rc: SFTRunConfig,
+        *,
+        params,
+        cfg,
+        train_rows: list[Row],
+        eval_rows: list[Row] = (),
+        pad_id: int = 0,
+        task_eval: Callable[[object], dict[str, float]] | None = None,
+    ):
+        if not train_rows:
+            raise DataError("no training rows (every trajectory was empty or dropped)")
+        self.rc, self.cfg, self.pad_id = rc, cfg, pad_id
+        self.rows, self.eval_rows = list(train_rows), list(eval_rows)
+        self.task_eval = task_eval
+        self.has_eval = bool(self.eval_rows)  # held-out NLL ranks the checkpoints
+        self.mesh = mesh_from(rc.mesh)
+        self.rules = TRAIN_RULES if self.mesh is not None else None
+        built = build_state(params, decoder_abstract(cfg), rc.optimizer, self.mesh)
+        self.states = {"policy": built.state}
+        b = rc.batching
+        self.train_step = sft_train_step(
+            cfg,
+            built.optimizer,
+            agg_mode=b.agg_mode,
+            vocab_chunk=b.vocab_chunk,
+            num_micro_batches=b.micro_batches,
+            mesh=self.mesh,
+            state_shardings=built.shardings,
+        )
+        self.logprob_fn = make_logprob_fn(
+            cfg, chunk=b.vocab_chunk, mesh=self.mesh, rules=self.rules
+        )
+        self.data_iterator = self._plan_iterator()
+
+    def _plan_iterator(self):
+        """The batch plan for enough epochs to cover num_steps, as a checkpointable iterator."""
+        b = self.rc.batching
+        lengths = [len(r.tokens) for r in self.rows]
+        shape = dict(batch_rows=b.batch_rows, bucket=b.bucket, max_len=b.max_seq_len)
+        per_epoch = batches_per_epoch(lengths, **shape)
+        self.epochs = math.ceil(self.rc.loop.num_steps / per_epoch)
+        plan = batch_plan(lengths, seed=self.rc.loop.seed, epochs=self.epochs, **shape)
+        return iter(grain.MapDataset.source([p.tolist() for p in plan]).to_iter_dataset())
+
+    def _batch(self, indices) -> dict:
+        b = self.rc.batching
+        return make_batch(self.rows, indices, self.pad_id, bucket=b.bucket, max_len=b.max_seq_len)
+
+    def step(self, step: int, key) -> tuple[dict, dict]:
+        t0 = time.perf_counter()
+        batch = self._batch(next(self.data_iterator))
+        global_batch = host_batches.to_global(batch, self.mesh, self.rules)
+        self.states["policy"], m = self.train_step(self.states["policy"], global_batch)
+        metrics = {k: float(v) for k, v in m.items()}
+        record = {
+            "loss": metrics["loss"],
+            "token_nll": metrics["token_nll"],
+            "trained_tokens": float(batch["loss_mask"].sum()),
+            "padding": float(1.0 - batch["token_mask"].mean()),
+            "row_len": float(batch["tokens"].shape[1]),
+            "step_s": time.perf_counter() - t0,
+            "tokens_per_s": float(batch["token_mask"].sum()) / (time.perf_counter() - t0),
+        }
+        return record, metrics
+
+    def held_out_nll(self, params) -> float:
+        """Mean NLL per trained token over every held-out row."""
+        b = self.rc.batching
+        order = sorted(range(len(self.eval_rows)), key=lambda i: len(self.eval_rows[i].tokens))
+        total, count = 0.0, 0.0
+        for j in range(0, len(order), b.eval_batch_rows):
+            idx = order[j : j + b.eval_batch_rows]
+            idx = idx + [idx[-1]] * (b.eval_batch_rows - len(idx))  # one batch shape per bucket
+            batch = make_batch(
+                self.eval_rows, idx, self.pad_id, bucket=b.bucket, max_len=b.max_seq_len
+            )
+            real = np.zeros(len(idx), bool)
+            real[: len(order[j : j + b.eval_batch_rows])] = True
+            logp = np.asarray(self.logprob_fn(params, batch["tokens"], batch["token_mask"]))
+            mask = batch["loss_mask"] & real[:, None]
+            total += float(-(logp * mask).sum())
+            count += float(mask.sum())
+        return total / max(count, 1.0)
+
+    def evaluate(self, step: int, key) -> dict[str, float]:
+        params = self.states["policy"].params
+        out = {"nll": self.held_out_nll(params)}
+        if self.task_eval is not None:
+            out.update(self.task_eval(params))
+        return out
+
+    def postfix(self, record, metrics) -> dict[str, str]:
+        return {"loss": f"{record['loss']:.3f}"}
+
+
+__all__ = ["SFTTask"]

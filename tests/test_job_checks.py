@@ -1,0 +1,89 @@
+"""Bad config values fail at launch, naming the field, before any model or data loads."""
+
+from __future__ import annotations
+
+import runpy
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memjax.errors import ConfigError
+from memjax.job_checks import check_job_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _config(name: str):
+    return runpy.run_path(str(ROOT / "configs" / name))["get_config"]()
+
+
+CASES = [
+    ("toy_grpo.py", "prompts_per_step", 0, r"config.prompts_per_step=0: must be >= 1"),
+    ("toy_grpo.py", "group_size", 1, r"config.group_size=1: GRPO needs >= 2"),
+    ("toy_grpo.py", "group_size", -3, r"config.group_size=-3: must be >= 1"),
+    ("toy_grpo.py", "mini_batches", 0, r"config.mini_batches=0: must be >= 1"),
+    ("toy_grpo.py", "micro_batches", -1, r"config.micro_batches=-1: must be >= 1"),
+    ("toy_grpo.py", "seq_len", 0, r"config.seq_len=0: must be >= 2"),
+    ("toy_grpo.py", "num_steps", 0, r"config.num_steps=0: must be >= 1"),
+    ("toy_grpo.py", "num_steps", -5, r"config.num_steps=-5: must be >= 1"),
+    ("toy_grpo.py", "eval_every", -1, r"config.eval_every=-1: must be >= 0"),
+    ("toy_ppo.py", "value_clip", -0.1, r"config.value_clip=-0.1: must be > 0"),
+    ("demo.py", "rl.group_size", 1, r"config.rl.group_size=1: GRPO needs >= 2"),
+    ("demo.py", "rl.optimizer.learning_rate", -1e-5, r"config.rl.optimizer.learning_rate="),
+    ("demo.py", "rl.sampling.max_new_tokens", 0, r"config.rl.sampling.max_new_tokens=0"),
+    ("demo.py", "rl.loss.agg_mode", "mean", r"config.rl.loss"),
+    ("demo.py", "answer_agent.batch_size", 0, r"config.answer_agent.batch_size=0: must be >= 1"),
+    ("demo.py", "demo.train_conversations", 0, r"config.demo.train_conversations=0"),
+    ("grpo_qwen7b.py", "train.batch_size", 0, r"config.train.batch_size=0: must be >= 1"),
+    ("ppo_qwen3b.py", "rollout.group_size", 0, r"config.rollout.group_size=0: must be >= 1"),
+    ("memory_r1_locomo_cpu.py", "construction.batch_size", -2, r"construction.batch_size=-2"),
+    ("memsearcher_cpu.py", "rollout.group_size", 0, r"config.rollout.group_size=0"),
+    ("memsearcher_cpu.py", "eval.batch_size", 0, r"config.eval.batch_size=0"),
+    ("memsearcher_cpu.py", "train.micro_batches", 0, r"config.train.micro_batches=0"),
+    ("sft_cpu.py", "sft.batch_rows", 0, r"config.sft.batch_rows=0: must be >= 1"),
+]
+
+
+@pytest.mark.parametrize("name,field,value,match", CASES)
+def test_bad_value_names_its_field(name, field, value, match):
+    config = _config(name)
+    if name == "sft_cpu.py":
+        config.data.train = "/data/t.jsonl"
+    node = config
+    *parents, leaf = field.split(".")
+    for p in parents:
+        node = node[p]
+    node[leaf] = value
+    with pytest.raises(ConfigError, match=match):
+        check_job_config(str(config.job), config)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "configs").glob("*.py")))
+def test_every_shipped_config_passes_its_checks(name):
+    config = _config(name)
+    if config.job == "sft.train":
+        config.data.train = "/data/t.jsonl"  # given on the command line
+    check_job_config(str(config.job), config)
+
+
+def test_launcher_fails_in_seconds_with_one_line(tmp_path):
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "memjax.launch", f"--config={ROOT / 'configs' / 'demo.py'}"]
+        + [f"--workdir={tmp_path}", "--config.rl.prompts_per_step=0"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+    assert lines[-1] == ("memjax.launch: error: config.rl.prompts_per_step=0: must be >= 1"), (
+        proc.stderr
+    )
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "checkpoints").exists()  # nothing ran
+    assert time.perf_counter() - start < 120  # generous on a loaded machine; no model loaded
