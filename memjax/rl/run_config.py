@@ -129,7 +129,6 @@ class RLRunConfig:
             else None,
             mesh=as_dict(values.get("mesh")) or None,
             lora=_lora(values.get("lora"), path),
-            **ints,
             mini_batch=mini_batch,
             **{k: v for k, v in ints.items() if k in _RUN_INTS},
         )
