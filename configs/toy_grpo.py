@@ -28,7 +28,10 @@ def get_config() -> ConfigDict:
     c.prompts_per_step = 16
     c.group_size = 8
     c.epochs = 1
-    c.mini_batches = 2
+    c.mini_batch_mode = "shuffled"  # or "in_order": consecutive chunks of mini_batch_rows rows
+    c.mini_batches = 2  # "shuffled": updates per epoch
+    c.mini_batch_rows = 0  # "in_order": rows per update (MemSearcher: 128 questions x G)
+    c.mini_batch_shards = 1  # "in_order": verl's data-parallel ranks, each cutting its slice
     c.micro_batches = 1
     c.seq_len = 8  # 2 prompt + 6 completion tokens
     c.vocab_chunk = 16

@@ -12,6 +12,7 @@ identity it is compared with (so a 14 GB corpus is hashed once, when it is first
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -26,6 +27,18 @@ def text_sha256(value: Any) -> str:
     """SHA-256 of a JSON-able value, written canonically (sorted keys)."""
     data = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str).encode()
     return hashlib.sha256(data).hexdigest()
+
+
+def settings_fields(prefix: str, settings: Any) -> dict[str, Any]:
+    """A settings dataclass as fingerprint fields: scalars as they are, anything larger (a
+    template table, a list) by the SHA-256 of its JSON form."""
+    out: dict[str, Any] = {}
+    for key, value in dataclasses.asdict(settings).items():
+        if value is None or isinstance(value, (bool, int, float, str)):
+            out[f"{prefix}.{key}"] = value
+        else:
+            out[f"{prefix}.{key}.sha256"] = text_sha256(value)
+    return out
 
 
 def file_identity(path: str | Path, known: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -66,6 +79,8 @@ def differences(saved: Mapping[str, Any] | None, current: Mapping[str, Any]) -> 
     """'field: saved -> current' for every field whose value differs (or is missing)."""
     if not saved:
         return ["no fingerprint saved (built by an older memjax)"]
+    # Compared as saved: a JSON round trip (tuples become lists, keys strings).
+    saved, current = (json.loads(json.dumps(d, default=str)) for d in (saved, current))
     keys = sorted(set(saved) | set(current))
     return [
         f"{k}: {_shown(saved.get(k))} -> {_shown(current.get(k))}"

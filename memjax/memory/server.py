@@ -81,7 +81,7 @@ def _bool(body: dict, key: str) -> bool:
         return bool(value)
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
-    raise BadRequest(f'"{key}" must be true or false, got {value!r}')
+    raise BadRequest(f'"{key}" must be true or false, got {_short(value)}')
 
 
 def _short(value: Any) -> str:

@@ -76,11 +76,8 @@ class RLRunConfig:
     @property
     def total_updates(self) -> int:
         """Updates over the run; for "in_order" a lower bound (one context per trajectory)."""
-        if self.mini_batch.mode == "in_order":
-            rows = self.prompts_per_step * self.group_size
-            per_step = -(-rows // self.mini_batch.rows_per_mini_batch)
-            return self.loop.num_steps * self.epochs * per_step
-        return self.loop.num_steps * self.epochs * self.mini_batches
+        per_epoch = _updates_per_epoch(self.mini_batch, self.prompts_per_step * self.group_size)
+        return self.loop.num_steps * self.epochs * per_epoch
 
     @classmethod
     def from_section(cls, section, path: str = "config") -> RLRunConfig:
@@ -108,10 +105,8 @@ class RLRunConfig:
         if "sampling" not in values:
             raise ConfigError(f"{path}.sampling: missing (at least max_new_tokens)")
         mini_batch = _mini_batch(values, ints, path)
-        total = loop.num_steps * ints["epochs"] * ints["mini_batches"]
-        if mini_batch.mode == "in_order":
-            rows = ints["prompts_per_step"] * ints["group_size"]
-            total = loop.num_steps * ints["epochs"] * -(-rows // mini_batch.rows_per_mini_batch)
+        trajectories = ints["prompts_per_step"] * ints["group_size"]
+        total = loop.num_steps * ints["epochs"] * _updates_per_epoch(mini_batch, trajectories)
         has_critic = algo == "ppo"
         rc = cls(
             loop=loop,
@@ -157,6 +152,15 @@ _INT_FIELDS = {
     "mini_batch_shards": 1,
 }
 _RUN_INTS = tuple(k for k in _INT_FIELDS if not k.startswith("mini_batch_"))
+
+
+def _updates_per_epoch(mini_batch: MiniBatchConfig, trajectories: int) -> int:
+    """Updates per epoch: "shuffled" makes its fixed count; "in_order" is counted as if every
+    trajectory had one context (the fewest a step can make; "in_order" needs a constant
+    schedule, which ignores the total)."""
+    if mini_batch.mode == "in_order":
+        return -(-trajectories // mini_batch.rows_per_mini_batch)
+    return mini_batch.num_mini_batches
 
 
 def _mini_batch(values: dict, ints: dict, path: str) -> MiniBatchConfig:

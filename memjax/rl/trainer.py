@@ -19,7 +19,7 @@ shared with SFT.
 With `lora.rank` > 0 the policy trains adapters over the frozen base it was given
 (`memjax.rl.lora_state.FrozenBase`): the KL reference is that base with the adapters off, the
 sampler gets the adapters merged into its copy, the PPO critic trains adapters and its head over
-the same base, checkpoints hold adapters and optimizer state with a pointer to the base, and the
+the same base, checkpoints hold adapters and optimizer state, their run spec a pointer to the base, and the
 result's "params" are the merged weights ("adapters" beside them).
 
 On several hosts (`memjax.distributed`) every process reads its own shard of the examples, rolls
@@ -41,7 +41,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from memjax import distributed
-from memjax.errors import CheckpointError
 from memjax.models.config import DecoderConfig
 from memjax.models.decoder import decoder_abstract
 from memjax.models.lora import lora_abstract
@@ -57,7 +56,7 @@ from memjax.rl.optimizer import OptimizerConfig
 from memjax.rl.rollout import Completion, pack, run_episodes
 from memjax.rl.run_config import ALGOS, RLRunConfig
 from memjax.sampling.sampling_params import SamplingParams
-from memjax.training.loop import run_loop
+from memjax.training.loop import model_spec, run_loop
 from memjax.training.sections import read_section
 from memjax.training.states import build_state, mesh_from, optimizer_from, rows_multiple
 
@@ -127,7 +126,6 @@ class RLTask:
     curve = "reward"
     eval_key = "reward"
     best_mode = "max"
-    checkpoint_info = None  # with LoRA: the frozen base's pointer
 
     def __init__(
         self,
@@ -175,7 +173,6 @@ class RLTask:
         self.ref_params = jax.tree.map(jnp.copy, params) if rc.loss.kl_coef else None
         if rc.lora is not None:
             self.lora = lora_lib.FrozenBase(params, cfg, source=self.base_source, mesh=mesh)
-            self.checkpoint_info = {"lora_base": self.lora.pointer}
             trainable = lora_lib.init_policy_adapters(cfg, jax.random.key(rc.loop.seed))
             abstract, step_kwargs = lora_abstract(cfg), self.lora.policy_kwargs
             self.ref_params = self.lora.params if rc.loss.kl_coef else None  # adapters off
@@ -267,16 +264,6 @@ class RLTask:
         """The policy as the sampler gets it (with LoRA: the adapters merged in)."""
         params = self.states["policy"].params
         return params if self.lora is None else self.lora.merged(params)
-
-    def check_resumed(self, saved_info) -> None:
-        if self.lora is not None:
-            saved = (saved_info or {}).get("lora_base")
-            if saved is None:
-                raise CheckpointError(
-                    "the checkpoint to resume holds no LoRA adapters (a full fine-tuning run?); "
-                    "resume it without lora.rank, or start in a new workdir"
-                )
-            lora_lib.check_base_pointer(saved, self.lora.pointer, "resume")
 
     def _build_generate(self, generate) -> None:
         self.eval_generate = generate  # a caller-supplied generate serves both
@@ -423,6 +410,12 @@ class RLTask:
 
     def postfix(self, record, metrics) -> dict[str, str]:
         return {"reward": f"{record['reward']:.3f}", "kl": f"{metrics.get('kl', 0):.3f}"}
+
+    def run_spec(self) -> dict:
+        spec = {"algo": self.rc.algo, **model_spec(self.cfg)}
+        if self.lora is not None:  # the adapters' settings and the pointer to their base
+            spec["lora"] = self.lora.pointer
+        return spec
 
 
 def train(

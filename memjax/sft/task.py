@@ -23,6 +23,7 @@ from memjax.sft.batches import batch_plan, batches_per_epoch, make_batch
 from memjax.sft.rows import Row
 from memjax.sft.run_config import SFTRunConfig
 from memjax.sft.step import sft_train_step
+from memjax.training.loop import model_spec
 from memjax.training.states import build_state, mesh_from
 
 
@@ -130,6 +131,9 @@ class SFTTask:
 
     def postfix(self, record, metrics) -> dict[str, str]:
         return {"loss": f"{record['loss']:.3f}"}
+
+    def run_spec(self) -> dict:
+        return {"algo": "sft", **model_spec(self.cfg)}
 
 
 __all__ = ["SFTTask"]

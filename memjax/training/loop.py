@@ -19,8 +19,7 @@ their task: where a step's batches come from and which loss its updates run.
         def evaluate(self, step, key) -> float | dict           # step counts from 1; a dict
                                                                 # holds eval_key and more
         def postfix(self, record, train_metrics) -> dict[str, str]
-        checkpoint_info: dict | None              # optional: saved with each checkpoint, and
-        def check_resumed(self, saved_info)       # optional: checked against it on resume
+        def run_spec(self) -> dict   # what shapes the states; a checkpoint with another is refused
 
 Everything random derives from (seed, step), and a checkpoint holds the states, the RNG, the
 data position, the history and the source's state, so a run killed at any point and restarted
@@ -48,13 +47,13 @@ def run_loop(task, loop: LoopConfig, workdir: str | Path, *, progress: bool = Tr
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     policy = CheckpointPolicy(loop, task.has_eval)
-    checkpoints = RunCheckpoints(workdir, policy, best_mode=task.best_mode)
+    checkpoints = RunCheckpoints(
+        workdir, policy, best_mode=task.best_mode, run_spec=task.run_spec()
+    )
     states, run = checkpoints.resume(
         task.states, jax.random.key(loop.seed), task.data_iterator, task.source
     )
     task.states = states
-    if run.start_step and hasattr(task, "check_resumed"):
-        task.check_resumed(run.task_info)
     report = RunReport(
         workdir,
         label=task.label,
@@ -95,10 +94,7 @@ def _one_step(task, step: int, run: RunState, policy, checkpoints, report) -> No
     if policy.plots(done):
         report.plot(run.history, run.evals)
     if policy.saves(done):
-        info = getattr(task, "checkpoint_info", None)
-        checkpoints.save(
-            run, task.states, task.data_iterator, task.source, metric=value, task_info=info
-        )
+        checkpoints.save(run, task.states, task.data_iterator, task.source, metric=value)
     report.advance(**task.postfix(record, metrics))
 
 
@@ -113,4 +109,11 @@ def _result(task, run: RunState, wall_s: float) -> dict[str, Any]:
     }
 
 
-__all__ = ["run_loop", "EVAL_KEY_SALT"]
+def model_spec(cfg) -> dict:
+    """The decoder fields that shape a checkpoint's arrays (a resume with others is refused)."""
+    names = ("model_type", "vocab_size", "embed_dim", "mlp_dim", "num_layers", "num_heads")
+    names += ("num_kv_heads", "head_dim", "qkv_bias", "tie_embeddings", "param_dtype")
+    return {f"model.{n}": getattr(cfg, n) for n in names if hasattr(cfg, n)}
+
+
+__all__ = ["run_loop", "model_spec", "EVAL_KEY_SALT"]

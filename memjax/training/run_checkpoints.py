@@ -1,10 +1,11 @@
 """Checkpoint and resume for a training run: train states, RNG, data position, history, and the
 state of whatever the batches come from (an RL environment's memory banks, an SFT row stream).
 
-    checkpoints = RunCheckpoints(workdir, policy, best_mode="max")
+    checkpoints = RunCheckpoints(workdir, policy, best_mode="max", run_spec={"algo": "grpo"})
     run = checkpoints.resume(states, base_key, data_iterator, source)   # a fresh RunState if none
     ...
     checkpoints.save(run, states, data_iterator, source, metric=0.7)
+    # a restart with another run_spec (algorithm, model shape) is refused in one line
 
 `source` is anything with the environment's checkpoint protocol (`checkpoint_state()`,
 `restore_state(d)`, `has_dir_state`, `save_dir(path)`, `load_dir(path)`), or None.
@@ -33,11 +34,15 @@ class RunState:
     history: list[dict]  # one record per step
     evals: list[dict]  # one record per evaluation
     start_step: int  # where this process started (0, or the step it resumed from)
-    task_info: dict | None = None  # the task's `checkpoint_info` as the checkpoint recorded it
 
 
 class RunCheckpoints:
-    def __init__(self, workdir: Path, policy: CheckpointPolicy, *, best_mode: str = "max"):
+    def __init__(
+        self, workdir: Path, policy: CheckpointPolicy, *, best_mode: str = "max", run_spec=None
+    ):
+        # What shapes the state (algorithm, model shape): a checkpoint saved with another one is
+        # refused with one line naming the field, before any array is read.
+        self.run_spec = run_spec
         self.checkpointer = Checkpointer(
             Path(workdir) / "checkpoints",
             keep_last=policy.keep_last,
@@ -59,7 +64,11 @@ class RunCheckpoints:
         )
         dirs = {"env": source.load_dir} if _has_dirs(source) else None
         out = self.checkpointer.restore(
-            abstract, data_iterator=data_iterator, with_extra=True, dirs=dirs
+            abstract,
+            data_iterator=data_iterator,
+            with_extra=True,
+            dirs=dirs,
+            run_spec=self.run_spec,
         )
         restored, extra = out["state"], out["extra"]
         if source is not None and extra.get("env") is not None:
@@ -70,24 +79,24 @@ class RunCheckpoints:
             history=list(extra["history"]),
             evals=list(extra["evals"]),
             start_step=out["step"],
-            task_info=extra.get("task"),
         )
         return {k: restored[k] for k in states}, run
 
-    def save(
-        self, run: RunState, states: dict, data_iterator, source, metric=None, task_info=None
-    ) -> None:
-        """Saves step `run.step`; `metric` (the step's eval result, if it had one) ranks it;
-        `task_info` (JSON-able: what the states were trained on) is kept beside them."""
+    def save(self, run: RunState, states: dict, data_iterator, source, metric=None) -> None:
+        """Saves step `run.step`; `metric` (the step's eval result, if it had one) ranks it."""
         tree = {**states, "rng": jax.random.key_data(run.base_key)}
         extra: dict[str, Any] = {"history": run.history, "evals": run.evals}
-        if task_info is not None:
-            extra["task"] = task_info
         extra["env"] = source.checkpoint_state() if source is not None else None
         dirs = {"env": source.save_dir} if _has_dirs(source) else None
         metrics = {BEST_METRIC: metric} if metric is not None else None
         self.checkpointer.save(
-            run.step, tree, data_iterator=data_iterator, extra=extra, dirs=dirs, metrics=metrics
+            run.step,
+            tree,
+            data_iterator=data_iterator,
+            extra=extra,
+            dirs=dirs,
+            metrics=metrics,
+            run_spec=self.run_spec,
         )
 
     def close(self) -> None:

@@ -36,13 +36,13 @@ def _launch(workdir: Path, *overrides: str) -> dict:
 
 
 def _checkpoint(workdir: Path) -> tuple[int, dict, dict]:
-    """(step, state tree as saved, extra) of a run's newest checkpoint."""
+    """(step, state tree as saved, run spec) of a run's newest checkpoint."""
     steps = sorted(int(p.name) for p in (workdir / "checkpoints").iterdir() if p.name.isdigit())
     step_dir = workdir / "checkpoints" / str(steps[-1])
     with ocp.StandardCheckpointer() as ckpt:
         state = ckpt.restore(step_dir / "state")
-    extra = json.loads((step_dir / "extra" / "metadata").read_text())
-    return steps[-1], state, extra
+    spec = json.loads((step_dir / "run_spec" / "metadata").read_text())
+    return steps[-1], state, spec
 
 
 @pytest.mark.heavy
@@ -50,14 +50,15 @@ def test_toy_grpo_learns_with_lora_through_the_launcher(tmp_path):
     summary = _launch(tmp_path)
     assert summary["final_reward"] > 0.8, summary
     assert summary["final_reward"] > summary["initial_reward"] + 0.5, summary
-    step, state, extra = _checkpoint(tmp_path)
+    step, state, spec = _checkpoint(tmp_path)
     assert step == summary["steps"]
     # Only adapters (and their AdamW moments) are saved: no base weight, no reference copy.
     names = flatten_with_names(state["policy"]["params"])
     assert names and all(n.split("/")[-1] in ("a", "b") for n in names), sorted(names)
     assert not any("embed" in n for n in flatten_with_names(state))
-    pointer = extra["task"]["lora_base"]
-    assert pointer["lora"]["rank"] == 8 and "random init seed 0" in pointer["source"]
+    # ... and the pointer to their base, which a resume checks.
+    assert spec["lora.rank"] == 8 and "random init seed 0" in spec["lora.base_source"]
+    assert len(spec["lora.base_fingerprint"]) == 16
 
 
 @pytest.mark.heavy
@@ -106,7 +107,8 @@ def test_resume_onto_another_base_is_refused(tmp_path):
     # The result's params are the merged weights (base layout); the adapters sit beside them.
     assert set(first["params"]) >= {"embed", "layers"} and "lora" not in first["params"]["layers"]
     assert set(first["adapters"]["layers"]) == {"q", "k", "v", "o", "gate", "up", "down"}
-    with pytest.raises(CheckpointError, match="another base model.*seed 0"):
+    match = r"saved lora\.base_source=seed 0, now seed 1; saved lora\.base_fingerprint="
+    with pytest.raises(CheckpointError, match=match):
         run(4, seed=1)
 
 

@@ -199,6 +199,18 @@ def test_sft_learns_and_kill_and_resume_gives_identical_parameters(tmp_path):
     assert [e["step"] for e in full["evals"]] == [3, 6]
     assert (tmp_path / "full" / "loss_curve.png").stat().st_size > 1000
 
+    # Another model shape in the same workdir: refused in one line naming the field.
+    import dataclasses
+
+    from memjax.errors import CheckpointError
+
+    other = dataclasses.replace(CFG, num_layers=1)
+    rc = _sft_config()
+    params = init_params(decoder.decoder_abstract(other), jax.random.key(1))
+    task = SFTTask(rc, params=params, cfg=other, train_rows=_random_rows(10))
+    with pytest.raises(CheckpointError, match="num_layers"):
+        run_loop(task, rc.loop, tmp_path / "full", progress=False)
+
 
 @pytest.mark.parametrize(
     "field,value,match",

@@ -50,7 +50,7 @@ def bank_fingerprint(
     turns = [dataclasses.asdict(t) for t in conversation_stream(conversation)]
     return {
         "conversation.sha256": text_sha256(turns),
-        **{f"construction.{k}": v for k, v in dataclasses.asdict(settings).items()},
+        **{f"construction.{k}": v for k, v in settings.fingerprint().items()},
         **(inputs or {}),
     }
 

@@ -43,6 +43,7 @@ from memjax.agents.memory_r1.manager_prompt import (
 from memjax.agents.memory_r1.policy import ChatPolicy
 from memjax.agents.prompt_templates import PromptTemplate
 from memjax.data.locomo_types import Conversation
+from memjax.fingerprint import text_sha256
 from memjax.memory.bank import MemoryBank
 from memjax.memory.ops import Provenance
 
@@ -69,6 +70,17 @@ class ConstructionSettings:
     # Prompt templates by name (fact_system, fact_user, manager, manager_memory,
     # manager_empty_memory); absent: memjax's own.
     templates: Mapping[str, PromptTemplate] = dataclasses.field(default_factory=dict)
+
+    def fingerprint(self) -> dict:
+        """JSON-stable fields for cache fingerprints: the prompts as the SHA-256 of the texts
+        construction renders (memjax's defaults where no template replaces them)."""
+        effective = {**FACT_TEMPLATES, **MANAGER_TEMPLATES}
+        effective.update({k: v for k, v in self.templates.items() if k in effective})
+        return {
+            "related_k": self.related_k,
+            "fact_context_turns": self.fact_context_turns,
+            "prompts.sha256": text_sha256({k: t.text for k, t in sorted(effective.items())}),
+        }
 
 
 @dataclasses.dataclass
@@ -154,7 +166,7 @@ def extract_facts(
         counters["facts_total"] += len(parsed.facts)
         counters["facts_rejected"] += parsed.rejected
         counters["facts_flattened"] += parsed.flattened
-        counters.update({f"facts_refused_{reason}": n for reason, n in parsed.refused})
+        counters.update(f"facts_refused_{reason}" for reason in parsed.refused)
     return raw, facts, counters
 
 

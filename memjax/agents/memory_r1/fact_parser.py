@@ -4,8 +4,8 @@ Small models often write a fact as an object instead of a string, e.g.
 {"name": "Evan", "occupation": "designer"}. A flat object (scalar values only) still states a
 fact, so it is kept as "name: Evan; occupation: designer" and counted as `flattened`; nested
 objects (the usual sign of a model looping) are rejected. Output that memjax.bounded_input
-refuses (too long, nested too deep, integers of more than 18 digits) is counted in `refused`
-by reason; the facts that could still be read are kept.
+refuses (too long, nested too deep, integers of more than 18 digits) names its reasons in
+`refused`; the facts that could still be read are kept.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ class FactsParse:
     json_status: Literal["ok", "salvaged", "no_json"]
     rejected: int  # items that were neither non-empty strings nor flat objects, or repeated
     flattened: int = 0  # flat objects kept as "key: value; ..." strings
-    refused: tuple[tuple[str, int], ...] = ()  # (reason, count): what bounded_input refused
+    refused: tuple[str, ...] = ()  # why bounded_input refused the output or a value in it
 
 
 def parse_facts(text: str) -> FactsParse:
     text = text if isinstance(text, str) else ""
     problems: Counter = Counter()
     if screened(text, problems) is None:
-        return FactsParse((), "no_json", 0, refused=tuple(sorted(problems.items())))
+        return FactsParse((), "no_json", 0, refused=tuple(sorted(problems)))
     obj = first_object(text, required_key="facts", problems=problems)
     status: Literal["ok", "salvaged", "no_json"]
     if obj is not None:
@@ -39,7 +39,7 @@ def parse_facts(text: str) -> FactsParse:
     elif (salvaged := salvage_array_items(text, "facts", problems)) is not None:
         raw, status = salvaged[0], "salvaged"
     else:
-        return FactsParse((), "no_json", 0, refused=tuple(sorted(problems.items())))
+        return FactsParse((), "no_json", 0, refused=tuple(sorted(problems)))
     facts: list[str] = []
     rejected = flattened = 0
     for item in raw:
@@ -50,7 +50,7 @@ def parse_facts(text: str) -> FactsParse:
             continue
         facts.append(fact)
         flattened += isinstance(item, dict)
-    return FactsParse(tuple(facts), status, rejected, flattened, tuple(sorted(problems.items())))
+    return FactsParse(tuple(facts), status, rejected, flattened, tuple(sorted(problems)))
 
 
 def _flat_object_text(item: dict[str, Any]) -> str:

@@ -14,7 +14,7 @@ is rejected with a reason and counted; nothing raises. Rules:
   duplicate_id (first wins); an ADD repeating an earlier ADD's text is duplicate_add.
 - Output that memjax.bounded_input refuses (too long, nested too deep) is rejected whole with
   that reason; a value it refuses (an integer of more than 18 digits) makes its object
-  unreadable, so the items before it are salvaged and the reason is counted.
+  unreadable, so the items before it are salvaged and the reason is counted (once per output).
 """
 
 from __future__ import annotations
@@ -71,14 +71,14 @@ def _items(text: str) -> tuple[list[Any] | None, JsonStatus, list[Rejection]]:
     if screened(text, problems) is None:
         return None, "no_json", [Rejection(reason, None) for reason in problems]
     obj = first_object(text, required_key="memory", problems=problems)
-    found: list[Rejection] = [Rejection(r, None) for r in problems.elements()]
+    found: list[Rejection] = [Rejection(r, None) for r in problems]  # each reason once
     if obj is not None:
         if isinstance(obj["memory"], list):
             return obj["memory"], "ok", found
         return [], "ok", found + [Rejection("memory_not_a_list", obj["memory"])]
-    problems.clear()
+    seen = set(problems)
     salvaged = salvage_array_items(text, "memory", problems)
-    found += [Rejection(r, None) for r in problems.elements()]
+    found += [Rejection(r, None) for r in problems if r not in seen]
     if salvaged is not None:
         items, _ = salvaged
         return items, "salvaged", found + [Rejection("truncated", None)]

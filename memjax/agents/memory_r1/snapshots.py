@@ -38,6 +38,7 @@ from memjax.agents.memory_r1.construction import (
 from memjax.agents.memory_r1.fact_parser import parse_facts
 from memjax.agents.memory_r1.policy import ChatPolicy
 from memjax.data.locomo_types import Conversation
+from memjax.errors import DataFileError
 from memjax.fingerprint import describe, differences, text_sha256
 from memjax.memory.atomic import atomic_save, latest_snapshot
 from memjax.memory.bank import BankSnapshot, MemoryBank
@@ -94,7 +95,7 @@ def snapshot_fingerprint(
         "turns.sha256": text_sha256(turns),
         "teacher": teacher,
         "window": window,
-        **{f"construction.{k}": v for k, v in dataclasses.asdict(settings).items()},
+        **{f"construction.{k}": v for k, v in settings.fingerprint().items()},
         **(inputs or {}),
     }
 
@@ -117,8 +118,20 @@ def read_cached(root: str | Path) -> tuple[BankSnapshot, int, dict]:
     """(bank snapshot, embedding dim, turn.json) of a cached snapshot."""
     directory = latest_snapshot(root)
     snap, dim = read_snapshot(directory)
-    meta = json.loads((directory / "turn.json").read_text())
+    meta = read_turn(directory)
     return snap, dim, meta
+
+
+def read_turn(directory: Path) -> dict:
+    """A snapshot's turn.json; a damaged one is a DataFileError naming it."""
+    path = directory / "turn.json"
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as e:
+        raise DataFileError(f"{path}: unreadable snapshot description ({e})") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("facts"), list):
+        raise DataFileError(f'{path}: must be an object with a "facts" list')
+    return meta
 
 
 def _write(bank: MemoryBank, meta: dict, root: Path) -> None:
@@ -220,7 +233,7 @@ def build_manager_examples(
     for conv_id, qa, dia_id in pairs:
         conv = by_id[conv_id]
         path = snapshot_root(root, conv_id, dia_id)
-        meta = json.loads((latest_snapshot(path) / "turn.json").read_text())
+        meta = read_turn(latest_snapshot(path))
         if not meta["facts"]:
             stats["turn_without_facts"] += 1
             continue

@@ -14,7 +14,11 @@ or after `max_turns` contexts.
 memjax's own choice: a call the search tool cannot run (bad JSON, unknown function, no query)
 is answered with an error line in its `<tool_response>` and the turn goes on, where the authors'
 client sends whatever arguments it finds to the search server (any function name; the server
-answers an error). The turn structure is the same; only the error text differs.
+answers an error). The turn structure is the same; only the error text differs. Evaluation
+episodes follow the same rules as training ones, where the authors' inference script
+(memsearcher/inference/memsearcher.py) goes on after an empty memory and has no
+`<|im_start|>` stop: one reading of a completion for both, so a trained policy is scored by
+the rules it was trained under.
 """
 
 from __future__ import annotations

@@ -5,7 +5,11 @@ MemSearcher rebuilds it from question + memory); the reward comes from the final
 trajectory's advantage (R - group mean) / (unbiased group std + 1e-6) over G rollouts is copied
 to all its contexts; only the model's own tokens are trained (tool responses, prompts and
 rebuilt contexts are masked); token-mean aggregation, k3 KL 0.001 and entropy 0.001 from the
-config's `loss` section.
+config's `loss` section. Updates follow MemSearcher's trainer: all context rows of a step, in
+rollout order, cut into mini-batches of mini_batch_size x G rows (`train.mini_batch_mode`
+"in_order"; memjax.rl.minibatches), each split into micro-batches of
+`train.micro_batch_per_device` rows per data-parallel device when the config has scale
+sections, the size tools/plan_memory.py plans for.
 
 The recipe config (memjax.agents.memsearcher.recipe) speaks the paper's terms (questions per
 batch, mini-batch, rollouts per question, lengths); `trainer_config` translates them into the

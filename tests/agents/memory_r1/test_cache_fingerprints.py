@@ -119,3 +119,22 @@ def test_snapshots_built_from_another_conversation_text_are_rebuilt(tmp_path, ca
     assert "snapshots: 2 in" in capsys.readouterr().out
     _, stats = build(edited, inputs={"teacher.source": "other"})
     assert stats["snapshots_rebuilt"] == 2
+
+
+def test_a_damaged_snapshot_description_is_rebuilt_or_named(tmp_path, capsys):
+    import pytest
+
+    from memjax.agents.memory_r1.snapshots import read_cached
+    from memjax.errors import DataFileError
+    from memjax.memory.atomic import latest_snapshot
+
+    conv = parse_locomo([CONVERSATION])
+    items = [(conv[0].sample_id, q) for q in conv[0].qa]
+    args = (conv, items, teacher_facts, helpers.add_all_manager, helpers.BagOfWords(), tmp_path)
+    examples, _ = build_manager_examples(*args, teacher="scripted")
+    turn_file = latest_snapshot(examples[0].snapshot) / "turn.json"
+    turn_file.write_bytes(b"\xff not json")
+    with pytest.raises(DataFileError, match="turn.json: unreadable snapshot description"):
+        read_cached(examples[0].snapshot)
+    _, stats = build_manager_examples(*args, teacher="scripted")
+    assert stats["snapshots_rebuilt"] == 1 and "unreadable turn.json" in capsys.readouterr().out

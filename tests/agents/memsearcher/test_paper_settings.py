@@ -73,3 +73,18 @@ def test_search_r1_baseline_has_its_own_settings(name):
         assert episode.settings.top_k == 3 and episode.settings.max_observation_tokens == 500
     memsearcher = episode_factory("memsearcher", config, words, True)("q?").settings
     assert memsearcher.max_turns == config.agent.max_turns_eval
+
+
+@pytest.mark.parametrize("name", PAPER + ["memsearcher_cpu.py"])
+def test_the_trainer_reads_the_same_mini_batch_plan(name):
+    from memjax.rl.run_config import RLRunConfig
+
+    t = trainer_config(load(name), num_train_examples=10_000)
+    rc = RLRunConfig.from_section(t, "trainer")
+    assert rc.mini_batch == MiniBatchConfig(
+        "in_order",
+        num_mini_batches=t.mini_batches,
+        rows_per_mini_batch=t.mini_batch_rows,
+        shards=t.mini_batch_shards,
+    )
+    assert rc.micro_batches == t.micro_batches
