@@ -1,6 +1,10 @@
 """Toy GRPO: a tiny random decoder learns to repeat the target token of its prompt (CPU, <3 min).
 
 python -m memjax.launch --config=configs/toy_grpo.py --workdir=/tmp/toy_grpo
+
+With LoRA (rank-8 adapters over a frozen base sharp enough to express the answer):
+python -m memjax.launch --config=configs/toy_grpo.py --workdir=/tmp/toy_lora \
+    --config.lora.rank=8 --config.model.init_stddev=0.1
 """
 
 from ml_collections import ConfigDict

@@ -6,6 +6,8 @@ import dataclasses
 
 import jax.numpy as jnp
 
+from memjax.errors import ConfigError
+
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
 _DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
 
@@ -67,4 +69,21 @@ def lora_config_from(section) -> LoraConfig | None:
     return LoraConfig(**kwargs)
 
 
-__all__ = ["LORA_TARGETS", "LoraConfig", "lora_config_from"]
+LORA_FIELDS = ("rank", "alpha", "targets", "dtype")
+
+
+def lora_from_section(section, path: str) -> LoraConfig | None:
+    """A trainer's `lora` sub-section (strict: an unknown field is an error) -> LoraConfig or
+    None, with `<path>.lora.<field>` in every message."""
+    values = section.to_dict() if hasattr(section, "to_dict") else dict(section or {})
+    unknown = sorted(set(values) - set(LORA_FIELDS))
+    if unknown:
+        valid = ", ".join(sorted(LORA_FIELDS))
+        raise ConfigError(f"{path}.lora.{unknown[0]}: no such field; valid: {valid}")
+    try:
+        return lora_config_from(values or None)
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"{path}.{e}") from None
+
+
+__all__ = ["LORA_TARGETS", "LORA_FIELDS", "LoraConfig", "lora_config_from", "lora_from_section"]

@@ -14,7 +14,7 @@ import dataclasses
 import math
 
 from memjax.errors import ConfigError
-from memjax.models.lora_config import LoraConfig, lora_config_from
+from memjax.models.lora_config import LoraConfig, lora_from_section
 from memjax.rl.advantages import SCALINGS
 from memjax.rl.losses import PolicyLossConfig
 from memjax.rl.minibatches import MODES, MiniBatchConfig
@@ -123,7 +123,7 @@ class RLRunConfig:
             if has_critic
             else None,
             mesh=as_dict(values.get("mesh")) or None,
-            lora=_lora(values.get("lora"), path),
+            lora=lora_from_section(values.get("lora"), path),
             mini_batch=mini_batch,
             **{k: v for k, v in ints.items() if k in _RUN_INTS},
         )
@@ -176,19 +176,6 @@ def _mini_batch(values: dict, ints: dict, path: str) -> MiniBatchConfig:
             f"must be >= 1 and divide mini_batch_rows={rows}",
         )
     return MiniBatchConfig(mode, ints["mini_batches"], rows, shards)
-
-
-def _lora(section, path: str) -> LoraConfig | None:
-    values = as_dict(section)
-    unknown = sorted(set(values) - {"rank", "alpha", "targets", "dtype"})
-    if unknown:
-        raise ConfigError(
-            f"{path}.lora.{unknown[0]}: no such field; valid: alpha, dtype, rank, targets"
-        )
-    try:
-        return lora_config_from(values or None)
-    except (ValueError, TypeError) as e:
-        raise ConfigError(f"{path}.{e}") from None
 
 
 def _int(values: dict, name: str, path: str, default) -> int:
