@@ -15,7 +15,7 @@ import math
 
 from memjax.errors import ConfigError
 from memjax.models.lora_config import LoraConfig, lora_from_section
-from memjax.rl.advantages import SCALINGS
+from memjax.rl.advantages import SCALINGS, SINGLETON_GROUPS
 from memjax.rl.losses import PolicyLossConfig
 from memjax.rl.minibatches import MODES, MiniBatchConfig
 from memjax.rl.optimizer import OptimizerConfig
@@ -36,10 +36,17 @@ class AdvantageConfig:
     gamma: float = 1.0  # PPO's GAE
     lam: float = 0.95
     whiten: bool = True  # PPO: whiten advantages over the batch's trainable tokens
+    # A group of one (group_size 1 under REINFORCE-style runs, or ragged groups): "zero"
+    # advantages (memjax), or verl's mean 0 / std 1 convention ("verl").
+    singleton_group: str = "zero"
 
     def __post_init__(self):
         if self.scaling not in SCALINGS:
             raise ValueError(f"scaling={self.scaling!r}: choose from {SCALINGS}")
+        if self.singleton_group not in SINGLETON_GROUPS:
+            raise ValueError(
+                f"singleton_group={self.singleton_group!r}: choose from {SINGLETON_GROUPS}"
+            )
         if self.ddof not in (0, 1):
             raise ValueError(f"ddof={self.ddof}: must be 0 or 1")
         if not self.epsilon >= 0:
@@ -90,12 +97,14 @@ class RLRunConfig:
             require(ints[name] >= low, f"{path}.{name}", ints[name], f"must be >= {low}")
         for name in ("epochs", "mini_batches", "micro_batches", "vocab_chunk"):
             require(ints[name] >= 1, f"{path}.{name}", ints[name], "must be >= 1")
-        if algo == "grpo":
+        advantage = read_section(AdvantageConfig, values.get("advantage"), f"{path}.advantage")
+        if algo == "grpo" and advantage.singleton_group == "zero":
             require(
                 ints["group_size"] >= 2,
                 f"{path}.group_size",
                 ints["group_size"],
-                "GRPO needs >= 2 rollouts per prompt (with 1, every group advantage is 0)",
+                "GRPO needs >= 2 rollouts per prompt (with 1, every group advantage is 0; "
+                "advantage.singleton_group='verl' keeps the reward instead)",
             )
         old = values.get("old_logprobs", "trainer")
         require(old in OLD_LOGPROBS, f"{path}.old_logprobs", old, f"choose from {OLD_LOGPROBS}")
@@ -115,7 +124,7 @@ class RLRunConfig:
             value_clip=value_clip,
             sampling=read_section(SamplingParams, values["sampling"], f"{path}.sampling"),
             loss=read_section(PolicyLossConfig, values.get("loss"), f"{path}.loss"),
-            advantage=read_section(AdvantageConfig, values.get("advantage"), f"{path}.advantage"),
+            advantage=advantage,
             optimizer=optimizer_from(values.get("optimizer"), f"{path}.optimizer", total),
             critic_optimizer=optimizer_from(
                 values.get("critic_optimizer"), f"{path}.critic_optimizer", total

@@ -324,7 +324,12 @@ class RLTask:
         """[B, T]: each trajectory's group advantage on every trainable token of its contexts."""
         a = self.rc.advantage
         traj_adv = adv_lib.group_advantages(
-            rewards, self.rc.group_size, scaling=a.scaling, ddof=a.ddof, epsilon=a.epsilon
+            rewards,
+            self.rc.group_size,
+            scaling=a.scaling,
+            ddof=a.ddof,
+            epsilon=a.epsilon,
+            singleton_group=a.singleton_group,
         )
         real = row_traj >= 0
         contexts = np.asarray(adv_lib.broadcast_to_contexts(traj_adv, np.maximum(row_traj, 0)))

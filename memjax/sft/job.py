@@ -82,6 +82,16 @@ def task_evaluation(config, model):
     )
 
 
+def data_spec(config_data) -> dict:
+    """The training data's identity: resuming a workdir on other trajectories is refused."""
+    from memjax.fingerprint import file_identity
+
+    spec = {"data.train.sha256": file_identity(config_data.train)["sha256"]}
+    for key in ("roles", "max_per_role", "eval", "eval_fraction"):
+        spec[f"data.{key}"] = config_data.get(key, "")
+    return spec
+
+
 def train_job(config, workdir) -> dict:
     from memjax.checkpoints import load_model
     from memjax.checkpoints.decoder_io import export_hf_decoder
@@ -112,6 +122,7 @@ def train_job(config, workdir) -> dict:
         eval_rows=eval_rows,
         pad_id=model.tokenizer.pad_id,
         task_eval=task_evaluation(config, model),
+        data_spec=data_spec(config.data),
     )
     result = run_loop(task, rc.loop, workdir)
     workdir = Path(workdir)

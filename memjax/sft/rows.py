@@ -9,8 +9,10 @@ newline the template writes after it.
 How: the template is rendered for growing prefixes of the conversation. Message i's text is
 `render(messages[: i + 1])` minus `render(messages[:i], add_generation_prompt=True)` for an
 assistant message (the generation prompt belongs to the prompt) and minus `render(messages[:i])`
-otherwise; each piece is tokenised on its own and the pieces are concatenated. Templates whose
-prefix renderings are not prefixes of each other cannot be split this way: that is an error.
+otherwise; each piece is tokenised on its own and the pieces are concatenated. Consecutive
+assistant messages are one turn (Search-R1 writes retrieved `<information>` inside its own
+growing turn): they render as one message, and each part keeps its own train flag. Templates
+whose prefix renderings are not prefixes of each other cannot be split this way: an error.
 """
 
 from __future__ import annotations
@@ -37,21 +39,46 @@ def _render(tokenizer, messages, generation_prompt: bool) -> str:
     return tokenizer.chat_text(dicts, add_generation_prompt=generation_prompt)
 
 
+def _turns(messages: tuple[Message, ...]) -> list[list[Message]]:
+    """Messages grouped into template turns: consecutive assistant messages are one turn (a
+    Search-R1-style agent writes one growing assistant turn with retrieved text inside it)."""
+    turns: list[list[Message]] = []
+    for m in messages:
+        if turns and m.role == "assistant" and turns[-1][-1].role == "assistant":
+            turns[-1].append(m)
+        else:
+            turns.append([m])
+    return turns
+
+
+def _merged(parts: list[Message]) -> Message:
+    return Message(parts[0].role, "".join(p.content for p in parts), parts[-1].train)
+
+
 def _pieces(tokenizer, messages: tuple[Message, ...]) -> list[tuple[str, bool]]:
     """(text, trained) pieces whose concatenation is the rendered context."""
+    turns = _turns(messages)
+    merged = [_merged(parts) for parts in turns]
+    stable = f"chat template of {tokenizer.source} is not prefix-stable"
     pieces: list[tuple[str, bool]] = []
     done = ""
-    for i, m in enumerate(messages):
-        full = _render(tokenizer, messages[: i + 1], False)
-        if m.role == "assistant":
-            prompt = _render(tokenizer, messages[:i], True)
+    for i, parts in enumerate(turns):
+        full = _render(tokenizer, merged[: i + 1], False)
+        if parts[0].role == "assistant":
+            prompt = _render(tokenizer, merged[:i], True)
             if not prompt.startswith(done) or not full.startswith(prompt):
-                raise DataError(f"chat template of {tokenizer.source} is not prefix-stable")
+                raise DataError(stable)
             pieces.append((prompt[len(done) :], False))
             done = prompt
         if not full.startswith(done):
-            raise DataError(f"chat template of {tokenizer.source} is not prefix-stable")
-        pieces.append((full[len(done) :], m.train))
+            raise DataError(stable)
+        body = full[len(done) :]
+        if len(parts) > 1:  # one turn, several parts: each keeps its own train flag
+            if not body.startswith(merged[i].content):
+                raise DataError(f"chat template of {tokenizer.source} rewrites message text")
+            pieces += [(p.content, p.train) for p in parts]
+            body = body[len(merged[i].content) :]  # the end of the turn, after the last part
+        pieces.append((body, merged[i].train))
         done = full
     return pieces
 

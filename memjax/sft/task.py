@@ -49,6 +49,7 @@ class SFTTask:
         eval_rows: list[Row] = (),
         pad_id: int = 0,
         task_eval: Callable[[object], dict[str, float]] | None = None,
+        data_spec: dict | None = None,
     ):
         if not train_rows:
             raise DataError("no training rows (every trajectory was empty or dropped)")
@@ -57,6 +58,7 @@ class SFTTask:
         self.rc, self.cfg, self.pad_id = rc, cfg, pad_id
         self.rows, self.eval_rows = list(train_rows), list(eval_rows)
         self.task_eval = task_eval
+        self.data_spec = dict(data_spec or {})  # what the rows were read from (resume checks it)
         self.has_eval = bool(self.eval_rows)  # held-out NLL ranks the checkpoints
         self.mesh = mesh_from(rc.mesh)
         self.rules = TRAIN_RULES if self.mesh is not None else None
@@ -157,7 +159,7 @@ class SFTTask:
         return {"loss": f"{record['loss']:.3f}"}
 
     def run_spec(self) -> dict:
-        spec = {"algo": "sft", **model_spec(self.cfg)}
+        spec = {"algo": "sft", **model_spec(self.cfg), **self.data_spec}
         if self.lora is not None:  # the adapters' settings and the pointer to their base
             spec["lora"] = self.lora.pointer
         return spec

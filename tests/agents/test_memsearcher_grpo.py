@@ -68,6 +68,7 @@ def smoke_config():
     config.rollout.max_response_length = 256
     config.train.batch_size = 1
     config.train.mini_batch_size = 1
+    config.train.mini_batch_shards = 1  # one device: no per-GPU slices of a mini-batch
     config.train.num_steps = 1
     config.train.vocab_chunk = 8192
     config.optimizer.learning_rate = 1e-3

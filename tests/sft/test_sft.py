@@ -71,6 +71,27 @@ def test_only_assistant_tokens_and_their_end_of_turn_carry_loss(tokenizer):
         assert text in untrained
 
 
+def test_consecutive_assistant_messages_are_one_growing_turn(tokenizer):
+    """Search-R1's trajectory: the model's pieces and the retrieved text it did not write are
+    one assistant turn, as the agent sees it; only the model's pieces are trained."""
+    chat = (
+        Message("user", "Who wrote Dune?", False),
+        Message("assistant", "<search>Dune author</search>", True),
+        Message("assistant", "\n\n<information>Dune is by Frank Herbert.</information>\n\n", False),
+        Message("assistant", "<answer>Frank Herbert</answer>", True),
+    )
+    row = context_row(tokenizer, chat)
+    merged = "".join(m.content for m in chat[1:])
+    full = tokenizer.chat_text(
+        [{"role": "user", "content": "Who wrote Dune?"}, {"role": "assistant", "content": merged}],
+        False,
+    )
+    assert tokenizer.decode(row.tokens, skip_special_tokens=False) == full
+    assert full.count("<|im_start|>assistant") == 1
+    trained = tokenizer.decode(row.tokens[row.loss_mask], skip_special_tokens=False)
+    assert trained == "<search>Dune author</search><answer>Frank Herbert</answer><|im_end|>"
+
+
 def test_train_flag_overrides_the_default(tokenizer):
     raw = {
         "messages": [

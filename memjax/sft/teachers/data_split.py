@@ -2,22 +2,31 @@
 
 Training data only by default, so evaluation never overlaps it: LoCoMo's Memory-R1 train
 conversation (conv-26), the synthetic conversations of one seed (1000 by default; held-out
-synthetic data uses another seed), and the first 80% of the HotpotQA file in file order (the last 20% is held out).
+synthetic data uses another seed), and the HotpotQA questions that MemSearcher's own
+evaluation does not hold out: the same cut by question id (`memjax.data.splits.held_out_ids`
+with the MemSearcher recipe's `shared_file_eval_fraction` and `split_seed`), so no teacher
+trajectory is drawn from a question `memsearcher.eval` scores.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memjax.data.splits import MEMORY_R1_TRAIN_IDS, MEMORY_R1_VALIDATION_IDS
+from memjax.data.splits import MEMORY_R1_TRAIN_IDS, MEMORY_R1_VALIDATION_IDS, held_out_ids
 
 SPLITS = ("train", "heldout")
-HOTPOT_TRAIN_FRACTION = 0.8
+HOTPOT_EVAL_FRACTION = 0.2  # the MemSearcher recipe's data.shared_file_eval_fraction
+HOTPOT_SPLIT_SEED = 0  # and its data.split_seed
 SYNTHETIC_TRAIN_SEED = 1000
 
 
 def choose_split(
-    dataset: str, items: Sequence, split: str = "train", seed: int | None = None
+    dataset: str,
+    items: Sequence,
+    split: str = "train",
+    seed: int | None = None,
+    eval_fraction: float = HOTPOT_EVAL_FRACTION,
+    split_seed: int = HOTPOT_SPLIT_SEED,
 ) -> tuple[list, str]:
     """(the split's items, its name). `items`: LoCoMo conversations, HotpotQA examples, or
     the conversations of synthetic `seed` (a seed is all train or all held out)."""
@@ -33,10 +42,10 @@ def choose_split(
         ids = ",".join(c.sample_id for c in chosen) if not held_out else "test"
         return chosen, f"locomo:memory_r1_{'train' if not held_out else 'test'}({ids})"
     if dataset == "hotpotqa":
-        cut = int(len(items) * HOTPOT_TRAIN_FRACTION)
-        if split == "train":
-            return list(items[:cut]), f"hotpotqa:first_{cut}_of_{len(items)}"
-        return list(items[cut:]), f"hotpotqa:last_{len(items) - cut}_of_{len(items)}"
+        held = held_out_ids([x.id for x in items], eval_fraction, split_seed)
+        part = [x for x in items if (x.id in held) == (split == "heldout")]
+        name = "eval" if split == "heldout" else "train"
+        return part, f"hotpotqa:{name}_{len(part)}_of_{len(items)}_by_id(seed {split_seed})"
     if dataset == "synthetic":
         if seed is None:
             raise ValueError("a synthetic split is named by its seed; pass seed=")

@@ -16,12 +16,21 @@ def test_locomo_train_is_conv26_and_heldout_is_the_test_conversations():
     assert [c.sample_id for c in test] == ["conv-41", "conv-42"]  # validation conv-30 in neither
 
 
-def test_hotpotqa_train_and_heldout_parts_are_disjoint_and_cover_the_file():
-    items = list(range(500))
+def test_hotpotqa_teacher_split_is_memsearchers_own_eval_cut():
+    """The teachers never draw from a question memsearcher.eval holds out: the same cut by id."""
+    from types import SimpleNamespace
+
+    from memjax.agents.memsearcher.recipe import paper_config
+    from memjax.data.splits import held_out_ids
+
+    items = [SimpleNamespace(id=f"q{i}") for i in range(500)]
     train, train_name = choose_split("hotpotqa", items, "train")
     held, held_name = choose_split("hotpotqa", items, "heldout")
-    assert train == items[:400] and held == items[400:]
-    assert (train_name, held_name) == ("hotpotqa:first_400_of_500", "hotpotqa:last_100_of_500")
+    data = paper_config("m").data
+    evaluated = held_out_ids([x.id for x in items], data.shared_file_eval_fraction, data.split_seed)
+    assert {x.id for x in held} == evaluated and not {x.id for x in train} & evaluated
+    assert len(train) == 400 and len(held) == 100
+    assert train_name == "hotpotqa:train_400_of_500_by_id(seed 0)"
 
 
 def test_synthetic_splits_are_named_by_seed_and_the_train_seed_is_never_held_out():

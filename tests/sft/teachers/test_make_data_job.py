@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memjax import jobs
+from memjax.errors import DataError
 from memjax.sft.teachers.trajectory import read_trajectories
 from tests.sft.teachers.fixtures import write_hotpot
 
@@ -62,7 +63,7 @@ def test_bad_config_values_name_the_field(tmp_path):
         jobs.resolve("sft.make_data")(config, str(tmp_path))
     config.roles = "search_r1"
     config.hotpotqa.path = str(tmp_path / "missing.jsonl")
-    with pytest.raises(FileNotFoundError, match="config.hotpotqa.path"):
+    with pytest.raises(DataError, match="config.hotpotqa.path"):
         jobs.resolve("sft.make_data")(config, str(tmp_path))
     config.roles, config.answer_data = "answer", "synthetic,msc"
     with pytest.raises(ValueError, match="config.answer_data"):
