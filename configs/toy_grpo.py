@@ -1,6 +1,10 @@
 """Toy GRPO: a tiny random decoder learns to repeat the target token of its prompt (CPU, <3 min).
 
 python -m memjax.launch --config=configs/toy_grpo.py --workdir=/tmp/toy_grpo
+
+With LoRA (rank-8 adapters over a frozen base sharp enough to express the answer):
+python -m memjax.launch --config=configs/toy_grpo.py --workdir=/tmp/toy_lora \
+    --config.lora.rank=8 --config.model.init_stddev=0.1
 """
 
 from ml_collections import ConfigDict
@@ -13,7 +17,15 @@ def get_config() -> ConfigDict:
     c.algo = "grpo"
     c.seed = 0
     c.model = ConfigDict(
-        dict(vocab_size=16, embed_dim=64, mlp_dim=128, num_layers=2, num_heads=4, num_kv_heads=2)
+        dict(
+            vocab_size=16,
+            embed_dim=64,
+            mlp_dim=128,
+            num_layers=2,
+            num_heads=4,
+            num_kv_heads=2,
+            init_stddev=0.02,  # a LoRA run wants a sharper base: see memjax.rl.toy.toy_params
+        )
     )
     c.task = ConfigDict(dict(num_targets=8, length=6))
     c.num_steps = 40
@@ -50,5 +62,7 @@ def get_config() -> ConfigDict:
     c.keep_best = 1
     c.plot_every = 5
     c.mesh = None
+    # LoRA: --config.lora.rank=8 trains adapters on the frozen random base instead of every weight.
+    c.lora = ConfigDict(dict(rank=0, alpha=16.0, targets="q,k,v,o,gate,up,down", dtype="float32"))
     c.stop_after = placeholder(int)  # None; `--config.stop_after=N` simulates a crash at step N
     return c

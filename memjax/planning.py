@@ -40,6 +40,13 @@ with the mesh's axis sizes, exactly as the train step and sampler place them):
                chunks): one layer's forward slab [r, T, D + F/t] (plus the XLA path's f32
                scores), the log-prob slab [r, T, chunk] f32 and the gathered [V/t, D] tables
 
+With LoRA (`config.lora.rank` > 0, cfg.lora): the base is frozen in param_dtype (it may be
+bf16: it is never updated), the adapters (their own dtype) and their AdamW moments are the only
+trained state, there is no reference model (the KL reference is the base with the adapters off),
+the critic trains its adapters and head over the policy's own base (no second backbone),
+gradient accumulators are the adapters', the fsdp-gathered layer weights need no gradient
+buffer, and each target projection adds its [b, T, r] and [b, T, out] matmul outputs.
+
 peak = persistent + max(rollout, log-probs, train): the phases alternate on the same devices.
 Checked against the TPU compiler (tools/aot_check.py, Qwen2.5-3B GRPO on v5p:2x2x1, splash
 attention): the train state, sampler weights, KV cache and reference model exactly; the train
@@ -64,6 +71,8 @@ from memjax.models import presets
 from memjax.models.config import DecoderConfig
 from memjax.models.decoder import decoder_abstract
 from memjax.models.kv_cache import cache_abstract, cache_bytes
+from memjax.models.lora import lora_abstract
+from memjax.models.lora_config import lora_config_from
 from memjax.models.params import is_info
 from memjax.parallel import (
     MESH_AXES,
@@ -75,6 +84,7 @@ from memjax.parallel import (
 )
 from memjax.rl.critic import critic_abstract
 from memjax.rl.logprobs import LOGPROB_ROWS_PER_DEVICE
+from memjax.rl.lora_state import critic_trainable_abstract
 from memjax.sampling.padding import bucket_length
 
 ATTN_BYTES_PER_SCORE = 6  # f32 scores + bf16 probabilities (XLA fuses the softmax; TPU compile)
@@ -232,6 +242,9 @@ def _activation_parts(w: Workload) -> dict[str, int]:
     # Matmul outputs: q [b,T,N,Hd], k and v [b,T,K,Hd], o-projection [b,T,D], gate and up
     # [b,T,F], down [b,T,D].
     dots = b * T * (split(N) * H + 2 * split(K) * H + 2 * D + 2 * split(F)) * c
+    if cfg.lora is not None:  # s (x A) B per target: [b, T, r] and [b, T, out] more
+        out = {"q": split(N) * H, "k": split(K) * H, "v": split(K) * H, "o": D, "down": D}
+        dots += b * T * sum(cfg.lora.rank + out.get(t, split(F)) for t in cfg.lora.targets) * c
     # The rest of a layer: two RMSNorm outputs and the residual sum [b,T,D], RoPE'd q and k,
     # attention output [b,T,N,Hd], silu(gate) and the gated product [b,T,F].
     others = b * T * (3 * D + split(N) * H * 2 + split(K) * H + 2 * split(F)) * c
@@ -250,7 +263,14 @@ def _activation_parts(w: Workload) -> dict[str, int]:
         int(np.prod(a.shape[1:]))
         for a in jax.tree.leaves(decoder_abstract(cfg)["layers"], is_leaf=is_info)
     )
-    gathered = 2 * split_params(layer_params, t) * c  # the weights and their gradient
+    if cfg.lora is None:
+        gathered = 2 * split_params(layer_params, t) * c  # the weights and their gradient
+    else:  # the frozen weights need no gradient buffer; the adapters' weights and gradient
+        adapter_params = sum(
+            int(np.prod(a.shape[1:]))
+            for a in jax.tree.leaves(lora_abstract(cfg)["layers"], is_leaf=is_info)
+        )
+        gathered = (split_params(layer_params, t) + 2 * split_params(adapter_params, t)) * c
     logits = LOGIT_SLABS * b * T * min(w.vocab_chunk, V) * 4 // t
     unembed = split(V) * D * (c + 4)  # gathered unembedding and its f32 gradient
     return {
@@ -310,15 +330,20 @@ def plan(w: Workload) -> MemoryPlan:
     abstract = decoder_abstract(cfg)
     param_dtype = cfg.weight_dtype
     policy = tree_bytes_per_device(abstract, tr, w.mesh)
-    parts = {
-        "policy weights": policy,
-        "optimizer (AdamW m, v)": 2 * policy,
-    }
+    trained = policy  # bytes of the policy's trained parameters (and of each AdamW moment)
+    parts = {"policy weights": policy}
+    if cfg.lora is not None:
+        trained = tree_bytes_per_device(lora_abstract(cfg), tr, w.mesh)
+        parts["LoRA adapters"] = trained
+    parts["optimizer (AdamW m, v)"] = 2 * trained
     critic = 0
-    if w.reference:
+    if w.reference and cfg.lora is None:  # LoRA's reference is the base, adapters off
         parts["reference model"] = tree_bytes_per_device(abstract, tr, w.mesh)
     if w.critic:
-        critic = tree_bytes_per_device(critic_abstract(cfg), tr, w.mesh, param_dtype)
+        if cfg.lora is None:
+            critic = tree_bytes_per_device(critic_abstract(cfg), tr, w.mesh, param_dtype)
+        else:  # adapters and head; the backbone is the policy's frozen base
+            critic = tree_bytes_per_device(critic_trainable_abstract(cfg), tr, w.mesh)
         parts["critic weights + AdamW"] = 3 * critic
     parts["sampler weights"] = tree_bytes_per_device(abstract, sr, w.mesh, cfg.dtype)
     persistent = sum(parts.values())
@@ -337,10 +362,10 @@ def plan(w: Workload) -> MemoryPlan:
     parts.update({f"rollout: {k}": v for k, v in working.items()})
     rollout = parts["KV cache"] + parts["decode logits"] + max(working.values())
 
-    parts["gradients"] = max(policy, critic)
+    parts["gradients"] = max(trained, critic)
     acts = _activation_parts(w)
     parts.update(acts)
-    parts["optimizer update"] = UPDATE_COPIES * max(policy, critic)
+    parts["optimizer update"] = UPDATE_COPIES * max(trained, critic)
     train = parts["gradients"] + sum(acts.values()) + parts["optimizer update"]
     logprobs = _logprob_pass(w)
     if logprobs:
@@ -366,9 +391,12 @@ def decoder_config_from(config) -> DecoderConfig:
             compute_dtype=str(_section(model, "compute_dtype", "bfloat16")),
             remat=str(_section(model, "remat", "full")),
             attention=str(_section(model, "attention", "")),
+            lora=lora_config_from(_section(config, "lora")),
         )
     except presets.UnknownPresetError as e:
         raise PlanError(f"config.model.preset: {e}") from None
+    except ValueError as e:  # a bad lora section
+        raise PlanError(f"config.lora: {e}") from None
 
 
 def workload_from_config(config, **overrides) -> Workload:
@@ -421,6 +449,8 @@ def validate(config) -> list[str]:
         "train": [decoder_abstract(cfg)] + ([critic_abstract(cfg)] if w.critic else []),
         "sampling": [decoder_abstract(cfg), cache_abstract(cfg, w.decode_batch, w.seq_len)],
     }
+    if cfg.lora is not None:
+        trees["train"].append(lora_abstract(cfg))
     activations = [("batch", "seq", None), ("batch", "seq", "heads", None), ("batch", "seq", "mlp")]
     for role, rules in (("train", w.train_rules), ("sampling", w.sampling_rules)):
         try:
@@ -444,7 +474,7 @@ def validate(config) -> list[str]:
             f"max_position_embeddings={cfg.max_position_embeddings}"
         )
     lr = float(_section(_section(config, "optimizer", {}), "learning_rate", 0.0))
-    if cfg.param_dtype == "bfloat16" and 0 < lr < 1e-4:
+    if cfg.param_dtype == "bfloat16" and cfg.lora is None and 0 < lr < 1e-4:
         problems.append(
             f"model.param_dtype=bfloat16 with learning_rate={lr:g}: updates round away in "
             "bf16; train f32 master weights (param_dtype=float32, compute_dtype=bfloat16)"

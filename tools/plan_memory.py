@@ -4,12 +4,17 @@
     python tools/plan_memory.py configs/grpo_qwen7b.py --mesh=1,4,1 --micro_batch_per_device=1
     python tools/plan_memory.py configs/memsearcher_qwen7b.py --tpu=v5p-16 --mesh=1,-1,1
     python tools/plan_memory.py --all            # every config in configs/ that names hardware
+    python tools/plan_memory.py configs/grpo_qwen7b.py --lora_rank=16 --param_dtype=bfloat16
+    python tools/plan_memory.py configs/grpo_qwen7b.py --lora_rank=16 --min_devices
 
 For one config it prints the breakdown (weights, AdamW state, reference model, critic,
 sampler weights, KV cache, gradients, activations under the remat policy; see
 memjax/planning.py for what each part counts), whether the peak fits the hardware, and if not,
-the changes that make it fit as command-line overrides. Exit status: 0 fits, 1 does not fit,
-2 the config is invalid. `--all` prints one Markdown table row per config.
+the changes that make it fit as command-line overrides. `--lora_rank` plans the same recipe with
+LoRA adapters (as `--config.lora.rank` would run it; `--param_dtype=bfloat16` holds the frozen
+base in bf16), `--min_devices` the fewest devices of the config's accelerator on which it fits (fsdp
+over them, with the config's tensor axis where it divides the count). Exit status: 0 fits, 1 does not fit, 2 the config
+is invalid. `--all` prints one Markdown table row per config.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 
 from memjax import hardware as hw_lib
 from memjax import planning
+from memjax.models.lora_config import LORA_TARGETS, LoraConfig
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -53,8 +59,17 @@ def _overrides(args, config) -> dict:
         out["micro_batch_per_device"] = args.micro_batch_per_device
     if args.decode_batch:
         out["decode_batch"] = args.decode_batch
+    cfg = w.cfg
     if args.remat:
-        out["cfg"] = w.cfg.replace(remat=args.remat)
+        cfg = cfg.replace(remat=args.remat)
+    if args.param_dtype:
+        cfg = cfg.replace(param_dtype=args.param_dtype)
+    if args.lora_rank:
+        targets = args.lora_targets or (cfg.lora.targets if cfg.lora else LORA_TARGETS)
+        alpha = cfg.lora.alpha if cfg.lora else 2.0 * args.lora_rank
+        cfg = cfg.replace(lora=LoraConfig(rank=args.lora_rank, alpha=alpha, targets=targets))
+    if cfg != w.cfg:
+        out["cfg"] = cfg
     return out
 
 
@@ -77,6 +92,23 @@ def checked_note() -> str:
     lines = ["checked against a compile (planner vs XLA, per device):"]
     lines += [f"  {part:<44} {how}" for part, how in CHECKED_AGAINST_COMPILE.items()]
     return "\n".join(lines + [f"  not checked: {UNCHECKED}"])
+
+
+def min_devices(workload: planning.Workload, limit: int = 1024) -> planning.MemoryPlan | None:
+    """The plan on the fewest devices that fits (fsdp over them, with the config's tensor axis
+    where it divides the count, else none), or None up to `limit`."""
+    acc = workload.hardware.accelerator
+    for n in range(1, limit + 1):
+        for t in sorted({workload.mesh["tensor"], 1}, reverse=True):
+            if n % t or workload.decode_batch % (n // t):
+                continue
+            mesh = {"data": 1, "fsdp": n // t, "tensor": t}
+            plan = planning.plan(
+                dataclasses.replace(workload, hardware=hw_lib.Hardware(acc, n), mesh=mesh)
+            )
+            if plan.fits:
+                return plan
+    return None
 
 
 def _gib(b: int) -> str:
@@ -104,7 +136,7 @@ def summary_row(name: str, plan: planning.MemoryPlan) -> str:
     mesh = f"{w.mesh['data']},{w.mesh['fsdp']},{w.mesh['tensor']}"
     return (
         f"| {name} | {w.hardware.describe()} | {mesh} "
-        f"| {_gib(p['policy weights'] + p['optimizer (AdamW m, v)'])} "
+        f"| {_gib(p['policy weights'] + p.get('LoRA adapters', 0) + p['optimizer (AdamW m, v)'])} "
         f"| {_gib(p.get('reference model', 0))} | {_gib(p.get('critic weights + AdamW', 0))} "
         f"| {_gib(p['sampler weights'])} | {_gib(p['KV cache'])} | {_gib(train_parts)} "
         f"| {_gib(plan.peak)} | {_gib(plan.usable)} | {'yes' if plan.fits else 'NO'} | {changes} |"
@@ -132,6 +164,10 @@ def main(argv=None) -> int:
     p.add_argument("--micro_batch_per_device", type=int, default=0)
     p.add_argument("--decode_batch", type=int, default=0)
     p.add_argument("--remat", choices=("none", "dots", "full"), default="")
+    p.add_argument("--lora_rank", type=int, default=0, help="plan with LoRA adapters of rank r")
+    p.add_argument("--lora_targets", default="", help="with --lora_rank: e.g. q,v (default all)")
+    p.add_argument("--param_dtype", choices=("float32", "bfloat16"), default="")
+    p.add_argument("--min_devices", action="store_true", help="the fewest devices that fit")
     args = p.parse_args(argv)
 
     if args.all:
@@ -155,7 +191,20 @@ def main(argv=None) -> int:
         print(f"{args.config}: {e}", file=sys.stderr)
         return 2
     plan = planning.plan(workload)
-    print(f"{args.config}: {config.model.preset}, {config.train.get('algorithm', 'grpo')}")
+    lora = workload.cfg.lora
+    print(
+        f"{args.config}: {config.model.preset}, {config.train.get('algorithm', 'grpo')}"
+        + (f", LoRA rank {lora.rank} on {','.join(lora.targets)}" if lora else "")
+        + f", base {workload.cfg.param_dtype}"
+    )
+    if args.min_devices:
+        fewest = min_devices(workload)
+        if fewest is None:
+            print("no device count up to 1024 fits")
+            return 1
+        w = fewest.workload
+        print(f"fewest devices that fit: {w.hardware.num_devices} (mesh {w.mesh})")
+        plan = fewest
     print(plan.table())
     print(checked_note())
     if plan.fits:

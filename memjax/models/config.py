@@ -15,6 +15,7 @@ import jax.numpy as jnp
 
 from memjax import errors
 from memjax.model_errors import WeightsNotFoundError
+from memjax.models.lora_config import LoraConfig
 
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2")
 
@@ -55,6 +56,9 @@ class DecoderConfig:
     compute_dtype: str = "float32"
     remat: str = "none"  # "none" | "full" | "dots" (save matmul outputs only)
     attention: str = ""  # "xla" | "splash" | "cudnn"; "" = by platform (fused_attention.py)
+    # Low-rank adapters (memjax.models.lora): the forward applies those a parameter tree carries,
+    # at this config's scale; the base tree and its checkpoints are the same with or without.
+    lora: LoraConfig | None = None
 
     def __post_init__(self):
         if self.model_type not in SUPPORTED_MODEL_TYPES:

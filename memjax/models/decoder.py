@@ -28,6 +28,7 @@ from jax.sharding import Mesh
 from memjax.models import fused_attention
 from memjax.models.config import DecoderConfig
 from memjax.models.kv_cache import KVCache
+from memjax.models.lora import ADAPTERS_KEY, low_rank_update
 from memjax.models.params import ArrayInfo, normal_init, ones_init, zeros_init
 from memjax.models.rope import apply_rope, inverse_frequencies, rope_tables
 from memjax.parallel import constrain
@@ -217,9 +218,10 @@ def _layer(x, layer, cos, sin, mask, cache_kv, cache_valid, cfg, mesh, rules):
     B, T, D = x.shape
     N, K, H = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
     h = rms_norm(x, layer["attn_norm"], cfg.rms_norm_eps).reshape(B * T, D)
-    q = _project(h, layer["q"], dt).reshape(B, T, N, H)
-    k = _project(h, layer["k"], dt).reshape(B, T, K, H)
-    v = _project(h, layer["v"], dt).reshape(B, T, K, H)
+    proj = _projector(layer, cfg)
+    q = proj(h, "q").reshape(B, T, N, H)
+    k = proj(h, "k").reshape(B, T, K, H)
+    v = proj(h, "v").reshape(B, T, K, H)
     if cfg.qkv_bias:
         q = q + layer["q_bias"].astype(dt)
         k = k + layer["k_bias"].astype(dt)
@@ -242,14 +244,14 @@ def _layer(x, layer, cos, sin, mask, cache_kv, cache_valid, cfg, mesh, rules):
     else:
         attn = attention(q, k, v, mask, cfg, mesh, rules)
         new_kv = (k, v)  # [B, T, K, Hd]: a first prefill writes them (unused in training)
-    x = x + _project(attn.reshape(B * T, N * H), layer["o"], dt).reshape(B, T, D)
+    x = x + proj(attn.reshape(B * T, N * H), "o").reshape(B, T, D)
     x = constrain(x, ("batch", "seq", None), mesh, rules)
 
     h = rms_norm(x, layer["mlp_norm"], cfg.rms_norm_eps).reshape(B * T, D)
-    gate = _project(h, layer["gate"], dt).reshape(B, T, -1)
-    up = _project(h, layer["up"], dt).reshape(B, T, -1)
+    gate = proj(h, "gate").reshape(B, T, -1)
+    up = proj(h, "up").reshape(B, T, -1)
     act = constrain(jax.nn.silu(gate) * up, ("batch", "seq", "mlp"), mesh, rules)
-    x = x + _project(act.reshape(B * T, -1), layer["down"], dt).reshape(B, T, D)
+    x = x + proj(act.reshape(B * T, -1), "down").reshape(B, T, D)
     x = constrain(x, ("batch", "seq", None), mesh, rules)
     return x, new_kv
 
@@ -272,6 +274,22 @@ def narrow_weights(w: jax.Array, dt) -> bool:
     product accumulated in f32: casting the weights up would write an f32 copy of every matrix
     on every decode step, more traffic than the f32 weights themselves."""
     return jnp.dtype(w.dtype).itemsize < jnp.dtype(dt).itemsize
+
+
+def _projector(layer: dict, cfg: DecoderConfig):
+    """(x [M, Din], name) -> [M, Dout]: the layer's projection `name`, plus its low-rank update
+    s (x A) B where the layer carries adapters (`memjax.models.lora`)."""
+    adapters = layer.get(ADAPTERS_KEY, {})
+    if adapters and cfg.lora is None:
+        raise ValueError("the parameters carry LoRA adapters but DecoderConfig.lora is None")
+
+    def proj(x, name):
+        y = _project(x, layer[name], cfg.dtype)
+        if name in adapters:
+            y = y + low_rank_update(x, adapters[name], cfg.dtype, cfg.lora.scale)
+        return y
+
+    return proj
 
 
 def _remat(fn, policy: str):

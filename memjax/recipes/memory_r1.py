@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from ml_collections import ConfigDict
 
 from memjax.agents.memory_r1.recipe import TRAINING_STEPS
-from memjax.recipes.rl_sections import optimizer_section, policy_loss_section
+from memjax.recipes.rl_sections import lora_section, optimizer_section, policy_loss_section
 from memjax.recipes.scale import add_scale_sections
 
 ALGORITHMS = ("grpo", "ppo")
@@ -78,6 +78,7 @@ def paper_config(
     config.eval_sampling = ConfigDict({"temperature": 0.0, "max_tokens": 2048})  # greedy
 
     config.optimizer = optimizer_section(learning_rate=1e-6)
+    config.lora = lora_section()
     config.loss = policy_loss_section(
         kl_coef=0.001 if algorithm == "grpo" else 0.0, entropy_coef=0.0
     )

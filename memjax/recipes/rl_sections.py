@@ -1,4 +1,4 @@
-"""Config sections both papers' recipes share: the optimizer and the policy loss.
+"""Config sections both papers' recipes share: the optimizer, the policy loss, LoRA.
 
 Field names match `memjax.rl.optimizer.OptimizerConfig` and `memjax.rl.losses.PolicyLossConfig`,
 so a section unpacks into them directly.
@@ -32,4 +32,13 @@ def policy_loss_section(kl_coef: float, entropy_coef: float) -> ConfigDict:
             "entropy_coef": entropy_coef,
             "agg_mode": "token-mean",
         }
+    )
+
+
+def lora_section(rank: int = 0, alpha: float = 32.0) -> ConfigDict:
+    """Low-rank adapters (memjax.models.lora_config.LoraConfig); rank 0 trains every weight.
+    `--config.lora.rank=16` switches LoRA on, on all seven projections unless `targets` names
+    fewer ("q,v"); with it the frozen base may be held in bf16 (`model.param_dtype`)."""
+    return ConfigDict(
+        {"rank": rank, "alpha": alpha, "targets": "q,k,v,o,gate,up,down", "dtype": "float32"}
     )

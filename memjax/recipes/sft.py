@@ -2,7 +2,7 @@
 
 from ml_collections import ConfigDict
 
-from memjax.recipes.rl_sections import optimizer_section
+from memjax.recipes.rl_sections import lora_section, optimizer_section
 
 
 def sft_section(learning_rate: float, batch_rows: int, max_seq_len: int) -> ConfigDict:
@@ -29,5 +29,6 @@ def sft_section(learning_rate: float, batch_rows: int, max_seq_len: int) -> Conf
             "eval_batch_rows": batch_rows,
             "optimizer": optimizer,
             "mesh": None,
+            "lora": lora_section(),  # --config.sft.lora.rank=16: adapters over a frozen base
         }
     )

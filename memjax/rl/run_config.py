@@ -14,6 +14,7 @@ import dataclasses
 import math
 
 from memjax.errors import ConfigError
+from memjax.models.lora_config import LoraConfig, lora_from_section
 from memjax.rl.advantages import SCALINGS, SINGLETON_GROUPS
 from memjax.rl.losses import PolicyLossConfig
 from memjax.rl.minibatches import MODES, MiniBatchConfig
@@ -74,6 +75,7 @@ class RLRunConfig:
     optimizer: OptimizerConfig
     critic_optimizer: OptimizerConfig | None  # PPO only
     mesh: dict | None
+    lora: LoraConfig | None = None  # `lora.rank` > 0: train adapters over a frozen base
     # How a step's rows become updates (memjax.rl.minibatches): "shuffled" (`mini_batches` per
     # epoch) or "in_order" (chunks of `mini_batch_rows`, MemSearcher's trainer).
     mini_batch: MiniBatchConfig = MiniBatchConfig()
@@ -130,6 +132,7 @@ class RLRunConfig:
             if has_critic
             else None,
             mesh=as_dict(values.get("mesh")) or None,
+            lora=lora_from_section(values.get("lora"), path),
             mini_batch=mini_batch,
             **{k: v for k, v in ints.items() if k in _RUN_INTS},
         )

@@ -15,7 +15,7 @@ import jax
 from memjax.errors import ConfigError
 from memjax.models.config import DecoderConfig
 from memjax.models.decoder import decoder_abstract
-from memjax.models.params import init_params
+from memjax.models.params import flatten_with_names, init_params
 from memjax.rl.environment import Environment, StepResult
 
 PAD, BOS, EOS = 0, 1, 2
@@ -51,6 +51,25 @@ def toy_decoder_config(c) -> DecoderConfig:
     )
 
 
+INIT_STDDEV = 0.02  # decoder_abstract's initialiser
+
+
+def toy_params(cfg: DecoderConfig, key, stddev: float = INIT_STDDEV) -> dict:
+    """A random decoder whose matrices have std `stddev` (norms at one, biases at zero).
+
+    A LoRA run cannot sharpen its base's output: the final norm and the unembedding stay frozen,
+    and at std 0.02 they bound every logit near +-1.3 (|h| = sqrt(D) after the norm, |w_v| =
+    0.02 sqrt(D)), so sampling at temperature 1 stays near uniform whatever the adapters learn.
+    A larger std stands in for a pretrained base, whose logits span tens of nats.
+    """
+    params = init_params(decoder_abstract(cfg), key)
+    scale = stddev / INIT_STDDEV
+    flat = flatten_with_names(params)
+    keep = lambda name: "norm" in name or name.endswith("_bias")
+    scaled = {n: (x if keep(n) else x * scale) for n, x in flat.items()}
+    return jax.tree.unflatten(jax.tree.structure(params), [scaled[n] for n in flat])
+
+
 def train_job(config, workdir) -> None:
     """`rl.train` on the toy task; prints one JSON summary line last."""
     from memjax.rl.trainer import summary_line, train
@@ -58,7 +77,8 @@ def train_job(config, workdir) -> None:
     if not workdir:
         raise ConfigError("--workdir: rl.train needs a directory (checkpoints, TensorBoard, plots)")
     cfg = toy_decoder_config(config.model)
-    params = jax.jit(lambda k: init_params(decoder_abstract(cfg), k))(jax.random.key(config.seed))
+    std = float(config.model.get("init_stddev", INIT_STDDEV))
+    params = jax.jit(lambda k: toy_params(cfg, k, std))(jax.random.key(config.seed))
     n = int(config.task.num_targets)
     targets = [FIRST_TARGET + i for i in range(n)]
     env = RepeatTargetEnv(int(config.task.length))
@@ -72,6 +92,7 @@ def train_job(config, workdir) -> None:
         eval_examples=targets,
         eos_ids=(EOS,),
         pad_id=PAD,
+        base_source=f"toy decoder, random init seed {config.seed}",
     )
     if "interrupted_at" in result:  # config.stop_after: a simulated crash, nothing to sum up
         print(json.dumps({"interrupted_at": result["interrupted_at"]}), flush=True)

@@ -13,6 +13,11 @@ Micro-batch i takes rows i, i + M, i + 2M, ... (a strided split), so that when t
 sharded over devices along its rows, every micro-batch stays evenly sharded with no resharding.
 An update whose gradient norm is not finite is skipped (params and optimizer state unchanged)
 and counted in `TrainState.skipped`.
+
+With `compose` (LoRA, `memjax.rl.lora_state`), `TrainState.params` holds only the trainable
+parameters and the step takes the frozen ones as a third argument, `step(state, batch, frozen)`:
+the objective sees `compose(frozen, trainable)`, gradients and optimizer moments exist for the
+trainable tree alone, and the frozen tree is neither donated nor copied.
 """
 
 from __future__ import annotations
@@ -140,8 +145,12 @@ class TrainStep:
         rules=TRAIN_RULES,
         state_shardings: TrainState | None = None,
         donate: bool = True,
+        compose: Callable[[Any, Any], Any] | None = None,
+        frozen_shardings: Any = None,
     ):
         self.objective = objective
+        self.compose = compose
+        self.frozen_shardings = frozen_shardings
         self.optimizer = optimizer
         self.denominator = denominator
         self.finalize = finalize
@@ -152,10 +161,13 @@ class TrainStep:
         self.donate = donate
         self._compiled: dict = {}
 
-    def _step(self, state: TrainState, batch: dict):
+    def _step(self, state: TrainState, batch: dict, frozen=None):
         den = self.denominator(batch)
+        objective = self.objective
+        if self.compose is not None:
+            objective = lambda trainable, mb: self.objective(self.compose(frozen, trainable), mb)
         grads, sums = accumulate_gradients(
-            self.objective,
+            objective,
             state.params,
             batch,
             den,
@@ -192,16 +204,21 @@ class TrainStep:
                 replicated = NamedSharding(self.mesh, PartitionSpec())
                 fn = jax.jit(
                     self._step,
-                    in_shardings=(self.state_shardings, batch_sh),
+                    in_shardings=(self.state_shardings, batch_sh, self.frozen_shardings),
                     out_shardings=(self.state_shardings, replicated),
                     donate_argnums=donate,
                 )
             self._compiled[key] = fn
         return self._compiled[key]
 
-    def __call__(self, state: TrainState, batch: dict):
+    def __call__(self, state: TrainState, batch: dict, frozen=None):
+        if (frozen is None) != (self.compose is None):
+            raise ValueError(
+                "a step built with `compose` takes the frozen parameters (step(state, batch, "
+                "frozen)); one without takes none"
+            )
         batch = {k: jnp.asarray(v) for k, v in batch.items()}
-        return self._jitted(batch)(state, batch)
+        return self._jitted(batch)(state, batch, frozen)
 
 
 # ------------------------------------------------------------------------------ objectives
@@ -233,9 +250,12 @@ def policy_train_step(
     rules=TRAIN_RULES,
     state_shardings: TrainState | None = None,
     donate: bool = True,
+    compose: Callable[[Any, Any], Any] | None = None,
+    frozen_shardings: Any = None,
 ) -> TrainStep:
     """The GRPO / PPO actor step. Batch: tokens, token_mask, loss_mask, advantages, old_logp
-    ([B, T] each), ref_logp when loss_cfg.kl_coef > 0, optionally sampler_logp (for the gap)."""
+    ([B, T] each), ref_logp when loss_cfg.kl_coef > 0, optionally sampler_logp (for the gap). `compose`: see
+    TrainStep (LoRA: `memjax.rl.lora_state.policy_step_kwargs`)."""
     model_rules = normalize_rules(rules) if mesh is not None else None
 
     def objective(params, mb):
@@ -267,6 +287,8 @@ def policy_train_step(
         rules=rules,
         state_shardings=state_shardings,
         donate=donate,
+        compose=compose,
+        frozen_shardings=frozen_shardings,
     )
 
 
@@ -280,9 +302,12 @@ def critic_train_step(
     rules=TRAIN_RULES,
     state_shardings: TrainState | None = None,
     donate: bool = True,
+    compose: Callable[[Any, Any], Any] | None = None,
+    frozen_shardings: Any = None,
 ) -> TrainStep:
     """The PPO critic step (token-mean clipped value loss). Batch: tokens, token_mask, loss_mask,
-    old_values, returns ([B, T] each)."""
+    old_values, returns ([B, T] each). `compose`: see TrainStep (LoRA:
+    `memjax.rl.lora_state.critic_step_kwargs`)."""
     model_rules = normalize_rules(rules) if mesh is not None else None
 
     def objective(params, mb):
@@ -313,6 +338,8 @@ def critic_train_step(
         rules=rules,
         state_shardings=state_shardings,
         donate=donate,
+        compose=compose,
+        frozen_shardings=frozen_shardings,
     )
 
 

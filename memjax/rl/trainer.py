@@ -16,6 +16,12 @@ One step of `RLTask`:
 The loop around it (resume, logging, evaluation, plots, checkpoints) is `memjax.training.loop`,
 shared with SFT.
 
+With `lora.rank` > 0 the policy trains adapters over the frozen base it was given
+(`memjax.rl.lora_state.FrozenBase`): the KL reference is that base with the adapters off, the
+sampler gets the adapters merged into its copy, the PPO critic trains adapters and its head over
+the same base, checkpoints hold adapters and optimizer state, their run spec a pointer to the base, and the
+result's "params" are the merged weights ("adapters" beside them).
+
 On several hosts (`memjax.distributed`) every process reads its own shard of the examples, rolls
 out its share of the prompts and packs its own rows; the train steps, log-probs and values run on
 global arrays over the whole mesh (`host_batches`), the rollout metrics and PPO's advantage
@@ -37,10 +43,12 @@ import numpy as np
 from memjax import distributed
 from memjax.models.config import DecoderConfig
 from memjax.models.decoder import decoder_abstract
+from memjax.models.lora import lora_abstract
 from memjax.parallel import SAMPLING_RULES, TRAIN_RULES
 from memjax.rl import advantages as adv_lib
 from memjax.rl import critic as critic_lib
 from memjax.rl import host_batches, losses, train_step
+from memjax.rl import lora_state as lora_lib
 from memjax.rl.environment import Environment
 from memjax.rl.logprobs import make_logprob_fn
 from memjax.rl.minibatches import pad_plan, padded_size, plan_mini_batches, take_rows
@@ -133,7 +141,10 @@ class RLTask:
         critic_params=None,
         generate=None,
         eval_env=None,
+        base_source: str = "",
     ):
+        if rc.lora is not None:
+            cfg = cfg.replace(lora=rc.lora)
         self.rc, self.env, self.cfg = rc, env, cfg
         self.eos_ids, self.pad_id = tuple(eos_ids), pad_id
         self.label = rc.algo
@@ -148,6 +159,7 @@ class RLTask:
         self.has_eval = bool(self.eval_examples)
         self.eval_env = eval_env or env
         self.source = env
+        self.base_source = base_source  # with LoRA: named in the checkpoints' base pointer
         self.data_iterator = example_stream(train_examples, rc.loop.seed)
         self._build_states(params, critic_params)
         self._build_generate(generate)
@@ -156,8 +168,15 @@ class RLTask:
 
     def _build_states(self, params, critic_params) -> None:
         rc, cfg, mesh = self.rc, self.cfg, self.mesh
+        self.lora = None
+        trainable, abstract, step_kwargs = params, decoder_abstract(cfg), {}
         self.ref_params = jax.tree.map(jnp.copy, params) if rc.loss.kl_coef else None
-        policy = build_state(params, decoder_abstract(cfg), rc.optimizer, mesh)
+        if rc.lora is not None:
+            self.lora = lora_lib.FrozenBase(params, cfg, source=self.base_source, mesh=mesh)
+            trainable = lora_lib.init_policy_adapters(cfg, jax.random.key(rc.loop.seed))
+            abstract, step_kwargs = lora_abstract(cfg), self.lora.policy_kwargs
+            self.ref_params = self.lora.params if rc.loss.kl_coef else None  # adapters off
+        policy = build_state(trainable, abstract, rc.optimizer, mesh)
         self.states: dict[str, Any] = {"policy": policy.state}
         temperature = rc.sampling.temperature
         self.policy_step = train_step.policy_train_step(
@@ -169,7 +188,10 @@ class RLTask:
             num_micro_batches=rc.micro_batches,
             mesh=mesh,
             state_shardings=policy.shardings,
+            **step_kwargs,
         )
+        if self.lora is not None:
+            self.policy_step = self.lora.bind(self.policy_step)
         self.logprob_fn = make_logprob_fn(
             cfg, temperature=temperature, chunk=rc.vocab_chunk, mesh=mesh, rules=self.rules
         )
@@ -178,6 +200,9 @@ class RLTask:
 
     def _build_critic(self, params, critic_params) -> None:
         rc, cfg, mesh = self.rc, self.cfg, self.mesh
+        if self.lora is not None:
+            self._build_lora_critic(critic_params)
+            return
         if critic_params is None:
             critic_params = critic_lib.critic_from_policy(params, cfg)
         critic = build_state(
@@ -197,6 +222,49 @@ class RLTask:
             lambda p, t, m: critic_lib.critic_values(p, cfg, t, m, mesh=mesh, rules=rules)
         )
 
+    def _build_lora_critic(self, critic_params) -> None:
+        """Adapters and the value head over a frozen backbone: the policy's base, or the given
+        critic's (its head kept)."""
+        rc, cfg, mesh, rules = self.rc, self.cfg, self.mesh, self.rules
+        trainable = lora_lib.init_critic_trainable(cfg, jax.random.key(rc.loop.seed + 1))
+        if critic_params is None:
+            frozen = lora_lib.critic_backbone_of(self.lora.params)
+        else:
+            frozen = critic_params["backbone"]
+            trainable.update(head=critic_params["head"], bias=critic_params["bias"])
+        kwargs = self.lora.critic_kwargs
+        if kwargs["frozen_shardings"] is not None:
+            frozen = jax.device_put(frozen, kwargs["frozen_shardings"])
+        abstract = lora_lib.critic_trainable_abstract(cfg)
+        critic = build_state(trainable, abstract, rc.critic_optimizer, mesh)
+        self.states["critic"] = critic.state
+        step = train_step.critic_train_step(
+            cfg,
+            critic.optimizer,
+            value_clip=rc.value_clip,
+            num_micro_batches=rc.micro_batches,
+            mesh=mesh,
+            state_shardings=critic.shardings,
+            **kwargs,
+        )
+        self.critic_step = self.lora.bind(step, frozen)
+        values = jax.jit(
+            lambda f, p, t, m: critic_lib.critic_values(
+                lora_lib.compose_critic(f, p), cfg, t, m, mesh=mesh, rules=rules
+            )
+        )
+        self.value_fn = lambda p, t, m: values(frozen, p, t, m)
+
+    def _policy_params(self):
+        """The policy as log-probs see it (with LoRA: the base with the adapters on)."""
+        params = self.states["policy"].params
+        return params if self.lora is None else self.lora.policy(params)
+
+    def _sampler_params(self):
+        """The policy as the sampler gets it (with LoRA: the adapters merged in)."""
+        params = self.states["policy"].params
+        return params if self.lora is None else self.lora.merged(params)
+
     def _build_generate(self, generate) -> None:
         self.eval_generate = generate  # a caller-supplied generate serves both
         if generate is None:
@@ -214,7 +282,7 @@ class RLTask:
         P_local = distributed.host_batch_size(rc.prompts_per_step)
         examples = [next(self.data_iterator) for _ in range(P_local)]
         t0 = time.perf_counter()
-        self.generate.params = self.states["policy"].params
+        self.generate.params = self._sampler_params()
         trajs = run_episodes(self.env, examples, rc.group_size, self.generate, key, self.eos_ids)
         t_roll = time.perf_counter() - t0
         batch, row_traj, truncated = self._pack(trajs)
@@ -244,7 +312,7 @@ class RLTask:
         return host_batches.to_local(out, self.mesh, self.rules)
 
     def _add_logprobs(self, batch) -> None:
-        policy_params = self.states["policy"].params
+        policy_params = self._policy_params()
         if self.rc.old_logprobs == "trainer" or self.rc.algo == "ppo":
             batch["old_logp"] = self._on_rows(self.logprob_fn, policy_params, batch)
         else:
@@ -339,7 +407,7 @@ class RLTask:
 
     def evaluate(self, step: int, key) -> float:
         """Mean reward of one greedy episode per held-out example."""
-        self.eval_generate.params = self.states["policy"].params
+        self.eval_generate.params = self._sampler_params()
         trajs = run_episodes(
             self.eval_env, self.eval_examples, 1, self.eval_generate, key, self.eos_ids
         )
@@ -349,7 +417,10 @@ class RLTask:
         return {"reward": f"{record['reward']:.3f}", "kl": f"{metrics.get('kl', 0):.3f}"}
 
     def run_spec(self) -> dict:
-        return {"algo": self.rc.algo, **model_spec(self.cfg)}
+        spec = {"algo": self.rc.algo, **model_spec(self.cfg)}
+        if self.lora is not None:  # the adapters' settings and the pointer to their base
+            spec["lora"] = self.lora.pointer
+        return spec
 
 
 def train(
@@ -368,12 +439,13 @@ def train(
     eval_env: Environment | None = None,
     progress: bool = True,
     path: str = "config",
+    base_source: str = "",
 ) -> dict[str, Any]:
     """Runs (or resumes) RL training; returns the history, evals, final params and wall time.
 
     `config` is a trainer section (validated here, before any work: see `RLRunConfig`; `path`
     is its name in error messages). `generate` defaults to memjax's sampler; `critic_params`
-    to a copy of the policy (PPO only).
+    to a copy of the policy (PPO only). `base_source` names the base in LoRA checkpoints.
     """
     rc = RLRunConfig.from_section(config, path)
     task = RLTask(
@@ -388,8 +460,13 @@ def train(
         critic_params=critic_params,
         generate=generate,
         eval_env=eval_env,
+        base_source=base_source,
     )
-    return run_loop(task, rc.loop, workdir, progress=progress)
+    result = run_loop(task, rc.loop, workdir, progress=progress)
+    if task.lora is not None and "params" in result:  # the merged weights export as the base
+        result["adapters"] = result["params"]
+        result["params"] = task.lora.merged(result["adapters"])
+    return result
 
 
 def summary_line(result: dict, tail: int = 5) -> str:

@@ -128,7 +128,10 @@ def train_job(config, workdir) -> dict:
     workdir = Path(workdir)
     if bool(config.get("export", True)):
         export_hf_decoder(
-            result["params"], model.cfg, workdir / "policy", tokenizer=model.tokenizer
+            task.exported_params(result["params"]),
+            model.cfg,
+            workdir / "policy",
+            tokenizer=model.tokenizer,
         )
     summary = {
         "train": {"trajectories": len(train), **train_counts},

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from memjax.models.lora_config import LoraConfig, lora_from_section
 from memjax.rl.losses import AGG_MODES
 from memjax.rl.optimizer import OptimizerConfig
 from memjax.training.schedule import LoopConfig
@@ -63,6 +64,7 @@ class SFTRunConfig:
     batching: BatchingConfig
     optimizer: OptimizerConfig
     mesh: dict | None
+    lora: LoraConfig | None = None  # `lora.rank` > 0: train adapters over a frozen base
 
     @classmethod
     def from_section(cls, section, path: str = "config.sft") -> SFTRunConfig:
@@ -74,6 +76,7 @@ class SFTRunConfig:
             batching=batching.validate(path),
             optimizer=optimizer_from(values.get("optimizer"), f"{path}.optimizer", loop.num_steps),
             mesh=as_dict(values.get("mesh")) or None,
+            lora=lora_from_section(values.get("lora"), path),
         )
 
 

@@ -65,7 +65,11 @@ def sft_train_step(
     rules=TRAIN_RULES,
     state_shardings=None,
     donate: bool = True,
+    compose=None,
+    frozen_shardings=None,
 ) -> TrainStep:
+    """The NLL step; `compose` and `frozen_shardings` as TrainStep's (LoRA:
+    `memjax.rl.lora_state.policy_step_kwargs`)."""
     if agg_mode not in losses.AGG_MODES:
         raise ValueError(f"agg_mode={agg_mode!r}: choose from {losses.AGG_MODES}")
     return TrainStep(
@@ -78,6 +82,8 @@ def sft_train_step(
         rules=rules,
         state_shardings=state_shardings,
         donate=donate,
+        compose=compose,
+        frozen_shardings=frozen_shardings,
     )
 
 

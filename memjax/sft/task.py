@@ -12,12 +12,15 @@ import time
 from collections.abc import Callable
 
 import grain
+import jax
 import numpy as np
 
 from memjax.errors import DataError
 from memjax.models.decoder import decoder_abstract
+from memjax.models.lora import lora_abstract
 from memjax.parallel import TRAIN_RULES
 from memjax.rl import host_batches
+from memjax.rl import lora_state as lora_lib
 from memjax.rl.logprobs import make_logprob_fn
 from memjax.sft.batches import batch_plan, batches_per_epoch, make_batch
 from memjax.sft.rows import Row
@@ -50,6 +53,8 @@ class SFTTask:
     ):
         if not train_rows:
             raise DataError("no training rows (every trajectory was empty or dropped)")
+        if rc.lora is not None:
+            cfg = cfg.replace(lora=rc.lora)
         self.rc, self.cfg, self.pad_id = rc, cfg, pad_id
         self.rows, self.eval_rows = list(train_rows), list(eval_rows)
         self.task_eval = task_eval
@@ -57,7 +62,14 @@ class SFTTask:
         self.has_eval = bool(self.eval_rows)  # held-out NLL ranks the checkpoints
         self.mesh = mesh_from(rc.mesh)
         self.rules = TRAIN_RULES if self.mesh is not None else None
-        built = build_state(params, decoder_abstract(cfg), rc.optimizer, self.mesh)
+        # With LoRA the state holds the adapters; the frozen base rides beside it.
+        self.lora = None
+        trainable, abstract, step_kwargs = params, decoder_abstract(cfg), {}
+        if rc.lora is not None:
+            self.lora = lora_lib.FrozenBase(params, cfg, mesh=self.mesh)
+            trainable = lora_lib.init_policy_adapters(cfg, jax.random.key(rc.loop.seed))
+            abstract, step_kwargs = lora_abstract(cfg), self.lora.policy_kwargs
+        built = build_state(trainable, abstract, rc.optimizer, self.mesh)
         self.states = {"policy": built.state}
         b = rc.batching
         self.train_step = sft_train_step(
@@ -68,7 +80,10 @@ class SFTTask:
             num_micro_batches=b.micro_batches,
             mesh=self.mesh,
             state_shardings=built.shardings,
+            **step_kwargs,
         )
+        if self.lora is not None:
+            self.train_step = self.lora.bind(self.train_step)
         self.logprob_fn = make_logprob_fn(
             cfg, chunk=b.vocab_chunk, mesh=self.mesh, rules=self.rules
         )
@@ -126,16 +141,28 @@ class SFTTask:
 
     def evaluate(self, step: int, key) -> dict[str, float]:
         params = self.states["policy"].params
-        out = {"nll": self.held_out_nll(params)}
-        if self.task_eval is not None:
-            out.update(self.task_eval(params))
+        if self.lora is None:
+            out = {"nll": self.held_out_nll(params)}
+            if self.task_eval is not None:
+                out.update(self.task_eval(params))
+            return out
+        out = {"nll": self.held_out_nll(self.lora.policy(params))}
+        if self.task_eval is not None:  # the agent samples: adapters merged, as in RL
+            out.update(self.task_eval(self.lora.merged(params)))
         return out
+
+    def exported_params(self, params):
+        """What the job writes as HF weights: the params, or with LoRA the merged base."""
+        return params if self.lora is None else self.lora.merged(params)
 
     def postfix(self, record, metrics) -> dict[str, str]:
         return {"loss": f"{record['loss']:.3f}"}
 
     def run_spec(self) -> dict:
-        return {"algo": "sft", **model_spec(self.cfg), **self.data_spec}
+        spec = {"algo": "sft", **model_spec(self.cfg), **self.data_spec}
+        if self.lora is not None:  # the adapters' settings and the pointer to their base
+            spec["lora"] = self.lora.pointer
+        return spec
 
 
 __all__ = ["SFTTask"]

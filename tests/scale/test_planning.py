@@ -143,3 +143,44 @@ def test_cli_exit_status_and_table(capsys):
     args = [str(REPO / "configs" / "grpo_qwen14b.py"), "--hardware=A100-40GB:8"]
     assert tool["main"](args) == 1
     assert "to fit, change" in capsys.readouterr().out
+
+
+def test_lora_terms_by_hand():
+    from memjax.models.lora_config import LoraConfig
+
+    cfg = TINY.replace(lora=LoraConfig(rank=2, alpha=4.0, targets=("q", "down")))
+    p = planning.plan(tiny_workload(cfg=cfg))
+    # f32 adapters, train layout, bytes per device: q A [2, 8, 2] (embed on fsdp) 64 + B
+    # [2, 2, 4, 2] (heads on tensor) 64; down A [2, 16, 2] (mlp on tensor) 128 + B [2, 2, 8]
+    # (embed on fsdp) 64.
+    assert p.parts["LoRA adapters"] == 64 + 64 + 128 + 64 == 320
+    assert p.parts["policy weights"] == 1824  # the frozen base, as before
+    assert p.parts["optimizer (AdamW m, v)"] == 2 * 320 and p.parts["gradients"] == 320
+    assert "reference model" not in p.parts  # the base with adapters off
+    # One layer's matmul outputs gain [b, T, r] and [b, T, out] per target, bf16, with
+    # b = micro_batch_per_device x tensor = 2 rows per shard and T = 4:
+    # 2 * 4 * ((2 + 4 heads/t * 2) + (2 + 8)) * 2 = 256 over the same plan without LoRA.
+    base = planning.plan(tiny_workload(cfg=TINY))
+    assert p.parts["activations: one layer"] == base.parts["activations: one layer"] + 256
+    # Gathered layer weights without their gradient, plus the adapters' (80 params / t) twice.
+    assert p.parts["activations: layer weights"] == (296 + 2 * 40) * 2
+    ppo = planning.plan(tiny_workload(cfg=cfg, critic=True, reference=False))
+    # The critic trains adapters and its head [8] (embed on fsdp) + bias over the policy's base.
+    assert ppo.parts["critic weights + AdamW"] == 3 * (320 + 16 + 4)
+
+
+def test_lora_switch_in_a_paper_config_and_the_cli(capsys):
+    config = runpy.run_path(str(REPO / "configs" / "grpo_qwen7b.py"))["get_config"]()
+    full = planning.plan_memory(config)
+    config.lora.rank = 16
+    assert planning.validate(config) == []
+    with_lora = planning.plan_memory(config)
+    assert with_lora.workload.cfg.lora.rank == 16
+    assert with_lora.peak < full.peak - 20 * hardware.GIB  # AdamW, reference, gradients gone
+    tool = runpy.run_path(str(REPO / "tools" / "plan_memory.py"))
+    path = str(REPO / "configs" / "grpo_qwen7b.py")
+    assert tool["main"]([path, "--lora_rank=16", "--min_devices"]) == 0
+    out = capsys.readouterr().out
+    assert "LoRA adapters" in out and "fewest devices that fit: 2" in out
+    config.lora.targets = "q,qkv"
+    assert any("config.lora" in p for p in planning.validate(config))

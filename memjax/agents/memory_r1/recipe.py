@@ -226,4 +226,6 @@ def from_paper_recipe(config: ConfigDict) -> ConfigDict:
         rl.micro_batches = max(1, rows // (per_device * devices))
     if "vocab_chunk" in train:
         rl.vocab_chunk = int(train.vocab_chunk)
+    if "lora" in config:  # rank 0: full fine-tuning
+        rl.lora = ConfigDict(config.lora.to_dict())
     return out

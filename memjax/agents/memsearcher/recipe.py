@@ -19,7 +19,7 @@ from memjax.agents.memsearcher.episode import (
 from memjax.agents.prompt_templates import PromptTemplate, templates_from_config
 from memjax.agents.search_r1.episode import INSTRUCTION_TEMPLATE
 from memjax.agents.search_tool import SearchSettings
-from memjax.recipes.rl_sections import optimizer_section, policy_loss_section
+from memjax.recipes.rl_sections import lora_section, optimizer_section, policy_loss_section
 
 # FlashRAG_datasets splits MemSearcher evaluates on: test for four, dev for the multi-hop three.
 EVAL_SPLITS = {
@@ -115,6 +115,7 @@ def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") 
     config.eval.max_context_tokens = 32768  # Qwen2.5's window; a longer context fails its call
 
     config.optimizer = optimizer_section(learning_rate=1e-6)
+    config.lora = lora_section()
     config.loss = policy_loss_section(kl_coef=0.001, entropy_coef=0.001)
 
     config.train = ConfigDict()

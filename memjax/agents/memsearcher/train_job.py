@@ -71,6 +71,8 @@ def trainer_config(config: ConfigDict, num_train_examples: int) -> ConfigDict:
     c.loss = ConfigDict(config.loss.to_dict())
     c.advantage = ConfigDict({"scaling": "group", "ddof": 1, "epsilon": train.advantage_eps})
     c.optimizer = ConfigDict(config.optimizer.to_dict())
+    if "lora" in config:  # rank 0: full fine-tuning
+        c.lora = ConfigDict(config.lora.to_dict())
     c.eval_every = 0
     c.checkpoint_every = int(train.save_every_steps)
     c.keep_last = 2
