@@ -14,6 +14,11 @@ from pathlib import Path
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 
+# Library warnings that name an expected event, not a problem: orbax warns at every save that
+# carries no metric while a best-K policy is on, and memjax's schedule saves such steps on
+# purpose (`memjax.training.schedule`: only evaluated steps are ranked).
+EXPECTED_WARNINGS = ("Requested `tracked_metric`; did not provide metrics.",)
+
 
 def from_memjax(record: logging.LogRecord) -> bool:
     return record.name.startswith("memjax") or str(record.pathname).startswith(_PACKAGE_DIR)
@@ -27,7 +32,11 @@ class LibraryFilter(logging.Filter):
         self.min_level = min_level
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= self.min_level or from_memjax(record)
+        if from_memjax(record):
+            return True
+        if record.getMessage().startswith(EXPECTED_WARNINGS):
+            return False
+        return record.levelno >= self.min_level
 
 
 @contextlib.contextmanager
