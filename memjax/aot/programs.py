@@ -227,7 +227,7 @@ def job_programs(job: JobShape, mesh: Mesh, only: set[str] | None = None) -> lis
             Program(
                 "policy_train_step",
                 step._jitted(batch),  # the step's own jit: in/out shardings, donation
-                (state, batch),
+                (state, batch, None),  # no frozen tree: full fine-tuning
                 {},
                 {"arguments": state_bytes, "temporaries": parts["gradients"] + acts},
                 persistent - state_bytes,
@@ -269,7 +269,7 @@ def job_programs(job: JobShape, mesh: Mesh, only: set[str] | None = None) -> lis
             Program(
                 "critic_train_step",
                 step._jitted(batch),
-                (cstate, batch),
+                (cstate, batch, None),
                 {},
                 {"arguments": critic_state, "temporaries": parts["gradients"] + acts},
                 persistent - critic_state,

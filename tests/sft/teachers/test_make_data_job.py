@@ -45,11 +45,17 @@ def test_make_data_writes_trajectories_and_summary(tmp_path, capsys):
         tokens = written["tokens"][role]
         assert tokens["rows"] == sum(len(t.contexts) for t in by_role[role])
         assert 0 < tokens["trained_tokens"] < tokens["tokens"]
-    # Splits are named in the output and on every trajectory; HotpotQA's train part is the
-    # first 80% of the file (2 of the 3 questions), never the held-out last one.
-    assert written["splits"]["memsearcher:hotpotqa:first_2_of_3"] == {"questions": 2}
+    # Splits are named in the output and on every trajectory; HotpotQA's train part is what
+    # memsearcher.eval does not hold out (2 of the 3 questions, cut by id), never the other.
+    from memjax.data.splits import held_out_ids
+    from tests.sft.teachers.fixtures import HOTPOT_ROWS
+
+    all_ids = [r["id"] for r in HOTPOT_ROWS]
+    train_ids = set(all_ids) - held_out_ids(all_ids, 0.2, 0)
+    name = "memsearcher:hotpotqa:train_2_of_3_by_id(seed 0)"
+    assert written["splits"][name] == {"questions": 2}
     assert written["splits"]["manager:synthetic:train_seed1000"] == {"conversations": 2}
-    assert {t.source["question_id"] for t in by_role["search_r1"]} == {"q1", "q2"}
+    assert {t.source["question_id"] for t in by_role["search_r1"]} == train_ids
     assert all(t.split for t in trajectories)
     assert not list(out.glob("*.tmp"))  # written atomically
     printed = capsys.readouterr().out
