@@ -30,6 +30,7 @@ whitening are taken over all hosts.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -271,7 +272,7 @@ class RLTask:
             sampling = self.rc.sampling
             args = (self.cfg, sampling, self.eos_ids, self.pad_id, self.mesh)
             generate = make_generate(*args)
-            greedy = SamplingParams(**{**sampling.__dict__, "greedy": True})
+            greedy = dataclasses.replace(sampling, greedy=True)
             self.eval_generate = make_generate(self.cfg, greedy, *args[2:])
         self.generate = generate
 
