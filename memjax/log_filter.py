@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
+import threading
 from pathlib import Path
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
@@ -52,4 +54,70 @@ def libraries_silenced(logger_name: str = "absl"):
         logger.removeFilter(quiet)
 
 
-__all__ = ["LibraryFilter", "from_memjax", "libraries_silenced"]
+def _is_late_read_error(exc: BaseException | None) -> bool:
+    """A read of a checkpoint already reported damaged, failing after its restore gave up:
+    tensorstore finishes the sibling reads in its own threads, and their results reach an
+    asyncio loop orbax has closed, or an exception object nobody collects."""
+    if isinstance(exc, RuntimeError) and str(exc) == "Event loop is closed":
+        return True
+    return "TensorStore" in str(exc) or type(exc).__module__.startswith("tensorstore")
+
+
+class _LateReadErrorFilter(logging.Filter):
+    """Drops asyncio's "Task exception was never retrieved" for a late read error: orbax's
+    sibling read tasks of a failed restore, collected whenever the garbage collector runs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and _is_late_read_error(exc):
+            _debug_late(exc)
+            return False
+        return True
+
+
+def _debug_late(exc: BaseException | None) -> None:
+    logging.getLogger("memjax").debug("late checkpoint read error: %r", exc)
+
+
+_late_errors_quieted = False
+
+
+def quiet_late_read_errors() -> None:
+    """Routes the stray failures of a damaged checkpoint's reads (memjax reports the damage
+    itself, in one line) to the debug log instead of stderr. They arrive through
+    four doors depending on the thread and the moment: asyncio's log of an unretrieved task
+    exception, the unraisable-exception hook, the thread hook and the process hook. Every other
+    record and exception passes as before. Installed once per process."""
+    global _late_errors_quieted
+    if _late_errors_quieted:
+        return
+    _late_errors_quieted = True
+    logging.getLogger("asyncio").addFilter(_LateReadErrorFilter())
+    previous_unraisable, previous_thread, previous_process = (
+        sys.unraisablehook,
+        threading.excepthook,
+        sys.excepthook,
+    )
+
+    def unraisable(info):
+        if _is_late_read_error(info.exc_value):
+            _debug_late(info.exc_value)
+        else:
+            previous_unraisable(info)
+
+    def thread(args):
+        if _is_late_read_error(args.exc_value):
+            _debug_late(args.exc_value)
+        else:
+            previous_thread(args)
+
+    def process(kind, value, tb):
+        if _is_late_read_error(value):
+            _debug_late(value)
+        else:
+            previous_process(kind, value, tb)
+
+    sys.unraisablehook, threading.excepthook, sys.excepthook = unraisable, thread, process
+
+
+__all__ = ["LibraryFilter", "from_memjax", "libraries_silenced", "quiet_late_read_errors"]

@@ -43,7 +43,7 @@ from etils import epath
 
 from memjax import distributed
 from memjax.errors import CheckpointError
-from memjax.log_filter import libraries_silenced
+from memjax.log_filter import libraries_silenced, quiet_late_read_errors
 from memjax.rl import checkpoint_checks as checks
 from memjax.rl.checkpoint_checks import DamagedStep
 
@@ -290,6 +290,7 @@ class Checkpointer:
     def _restore_item(self, step: int, item: str, args: ocp.args.CheckpointArgs):
         """One item of a step; any failure to read it is damage, said in one line (orbax's and
         tensorstore's own messages run over dozens of lines: they go to the debug log)."""
+        quiet_late_read_errors()  # before the read: a failing read's siblings report at once
         try:
             with libraries_silenced():
                 return self._manager.restore(step, args=ocp.args.Composite(**{item: args}))[item]
