@@ -170,13 +170,17 @@ def make_handler(service: RetrievalService, max_body_bytes: int, read_timeout: f
 
         def _send(self, status: int, payload: Any) -> None:
             data = json.dumps(payload, ensure_ascii=False).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            if self.close_connection:
-                self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                if self.close_connection:
+                    self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                # The client gave up (its own timeout) before the answer: nobody to send to.
+                self.close_connection = True
 
         def send_error(self, code, message=None, explain=None):
             """http.server's own errors (bad request line, unsupported method, ...) as JSON,

@@ -25,6 +25,7 @@ def sft_section(learning_rate: float, batch_rows: int, max_seq_len: int) -> Conf
             "max_seq_len": max_seq_len,
             "bucket": 64,
             "agg_mode": "token-mean",
+            "token_mean_over": "data",  # every trained token weighs the same across buckets
             "vocab_chunk": 4096,
             "eval_batch_rows": batch_rows,
             "optimizer": optimizer,

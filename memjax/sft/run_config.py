@@ -17,6 +17,8 @@ from memjax.training.schedule import LoopConfig
 from memjax.training.sections import as_dict, pick, read_section, require
 from memjax.training.states import optimizer_from
 
+TOKEN_MEAN_OVER = ("data", "batch")
+
 
 @dataclasses.dataclass(frozen=True)
 class BatchingConfig:
@@ -25,6 +27,10 @@ class BatchingConfig:
     max_seq_len: int = 1024  # longer rows are cut at the end (counted)
     bucket: int = 64  # row lengths are rounded up to a multiple of this (one compile each)
     agg_mode: str = "token-mean"  # RL's aggregation modes
+    # token-mean's denominator: "data" (rows x the training data's mean trained tokens per row:
+    # every token weighs the same whichever length bucket it is batched in) or "batch" (the
+    # batch's own trained tokens, which favours the tokens of short-row buckets).
+    token_mean_over: str = "data"
     vocab_chunk: int = 4096
     eval_batch_rows: int = 8
 
@@ -34,6 +40,7 @@ class BatchingConfig:
         "max_seq_len",
         "bucket",
         "agg_mode",
+        "token_mean_over",
         "vocab_chunk",
         "eval_batch_rows",
     )
@@ -54,6 +61,12 @@ class BatchingConfig:
             f"{path}.agg_mode",
             self.agg_mode,
             f"choose from {AGG_MODES}",
+        )
+        require(
+            self.token_mean_over in TOKEN_MEAN_OVER,
+            f"{path}.token_mean_over",
+            self.token_mean_over,
+            f"choose from {TOKEN_MEAN_OVER}",
         )
         return self
 

@@ -7,6 +7,14 @@ step (and optimizer chain) as RL's policy update.
 The loss is aggregated with RL's modes (`memjax.rl.losses.AGG_MODES`): the denominator comes from
 the whole batch's loss mask before the micro-batch scan, so micro-batching does not change the
 gradient. Log-probs are the vocabulary-chunked ones of the RL step, at temperature 1.
+
+token-mean over a length-bucketed batch has a bias the RL step does not: a batch holds rows of
+one length only, so a batch of short answers (20 trained tokens a row) gives each of its tokens
+ten times the weight a batch of long memory updates (200 a row) gives its own, and the decision
+those short rows teach wins out of proportion (MemSearcher learned to answer without searching).
+`tokens_per_row` (the training data's mean trained tokens per row) fixes the denominator at
+rows x tokens_per_row, so every trained token of the data weighs the same whichever batch it
+lands in, and the loss's expectation is the data's token mean.
 """
 
 from __future__ import annotations
@@ -54,11 +62,19 @@ def _finalize(sums: dict, den):
     }
 
 
+def _denominator(agg_mode: str, tokens_per_row: float | None):
+    if agg_mode != "token-mean" or tokens_per_row is None:
+        return lambda b: losses.aggregate_denominator(b["loss_mask"], agg_mode)
+    # Rows with a token: the empty rows that pad a batch to the mesh do not count.
+    return lambda b: (b["token_mask"].sum(axis=-1) > 0).sum() * jnp.float32(tokens_per_row)
+
+
 def sft_train_step(
     cfg,
     optimizer,
     *,
     agg_mode: str = "token-mean",
+    tokens_per_row: float | None = None,
     vocab_chunk: int = 4096,
     num_micro_batches: int = 1,
     mesh=None,
@@ -68,14 +84,17 @@ def sft_train_step(
     compose=None,
     frozen_shardings=None,
 ) -> TrainStep:
-    """The NLL step; `compose` and `frozen_shardings` as TrainStep's (LoRA:
+    """The NLL step; `tokens_per_row` as the module says (None: the batch's own token count);
+    `compose` and `frozen_shardings` as TrainStep's (LoRA:
     `memjax.rl.lora_state.policy_step_kwargs`)."""
     if agg_mode not in losses.AGG_MODES:
         raise ValueError(f"agg_mode={agg_mode!r}: choose from {losses.AGG_MODES}")
+    if tokens_per_row is not None and not tokens_per_row > 0:
+        raise ValueError(f"tokens_per_row={tokens_per_row!r}: must be > 0")
     return TrainStep(
         nll_objective(cfg, agg_mode, vocab_chunk, mesh, rules),
         optimizer,
-        denominator=lambda b: losses.aggregate_denominator(b["loss_mask"], agg_mode),
+        denominator=_denominator(agg_mode, tokens_per_row),
         finalize=_finalize,
         num_micro_batches=num_micro_batches,
         mesh=mesh,

@@ -76,6 +76,7 @@ class SFTTask:
             cfg,
             built.optimizer,
             agg_mode=b.agg_mode,
+            tokens_per_row=self._tokens_per_row() if b.token_mean_over == "data" else None,
             vocab_chunk=b.vocab_chunk,
             num_micro_batches=b.micro_batches,
             mesh=self.mesh,
@@ -88,6 +89,10 @@ class SFTTask:
             cfg, chunk=b.vocab_chunk, mesh=self.mesh, rules=self.rules
         )
         self.data_iterator = self._plan_iterator()
+
+    def _tokens_per_row(self) -> float:
+        """The training rows' mean trained tokens (token-mean's fixed per-row denominator)."""
+        return max(1.0, float(np.mean([np.sum(r.loss_mask) for r in self.rows])))
 
     def _plan_iterator(self):
         """The batch plan for enough epochs to cover num_steps, as a checkpointable iterator."""

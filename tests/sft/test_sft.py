@@ -158,6 +158,37 @@ def test_bucketed_batch_equals_one_row_at_a_time(agg_mode):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
+def test_token_mean_over_the_data_weighs_every_token_the_same_in_any_bucket():
+    """A batch of short rows and one of long rows: over "data" the loss is the batch's NLL
+    sum over rows x the data's tokens per row (a token's weight does not depend on its bucket);
+    over "batch" it is the batch's own token mean, which weighs the short rows' tokens more."""
+    import optax
+
+    from memjax.rl.train_step import init_train_state
+    from memjax.sft.step import sft_train_step
+
+    params = init_params(decoder.decoder_abstract(CFG), jax.random.key(0))
+    rows = _random_rows(6)
+    tokens_per_row = float(np.mean([r.loss_mask.sum() for r in rows]))
+    by_length = sorted(range(6), key=lambda i: int(rows[i].loss_mask.sum()))
+    optimizer = optax.sgd(0.0)  # the loss only, the parameters unchanged
+    steps = {
+        "data": sft_train_step(CFG, optimizer, tokens_per_row=tokens_per_row, donate=False),
+        "batch": sft_train_step(CFG, optimizer, donate=False),
+    }
+    state = init_train_state(params, optimizer)
+    for picked in (by_length[:3], by_length[3:]):
+        batch = batches_lib.make_batch(rows, picked, 0, bucket=16, max_len=64)
+        jb = {k: jnp.asarray(v) for k, v in batch.items()}
+        nll_sum = float(nll_objective(CFG, "token-mean", vocab_chunk=16)(params, jb)[0])
+        tokens = float(batch["loss_mask"].sum())
+        _, over_data = steps["data"](state, jb)
+        _, over_batch = steps["batch"](state, jb)
+        np.testing.assert_allclose(over_data["loss"], nll_sum / (3 * tokens_per_row), rtol=1e-5)
+        np.testing.assert_allclose(over_batch["loss"], nll_sum / tokens, rtol=1e-5)
+        np.testing.assert_allclose(over_data["token_nll"], nll_sum / tokens, rtol=1e-5)
+
+
 def test_batch_plan_covers_every_row_with_fixed_batch_shapes():
     lengths = [5, 70, 12, 64, 65, 3, 130, 9, 40]
     plan = batches_lib.batch_plan(lengths, batch_rows=2, bucket=64, max_len=256, seed=0, epochs=2)
