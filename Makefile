@@ -43,11 +43,8 @@ format: setup
 	$(VENV)/bin/ruff format memjax tests tools configs launch
 	$(VENV)/bin/ruff check --fix memjax tests tools configs launch
 
-# Two workers (one per core here); a test file stays on one worker, so its module fixtures and
-# compiled programs are built once.
-TEST_WORKERS ?= 2
 test: setup lint setup-tpu
-	$(PY) -m pytest -q -rs --durations=15 -n $(TEST_WORKERS) --dist loadfile tests
+	$(PY) -m pytest -q -rs --durations=15 tests
 
 demo: setup
 	$(PY) -m memjax.launch --config=configs/demo.py --workdir=$${WORKDIR:-/tmp/memjax_demo}
