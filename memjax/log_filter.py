@@ -93,31 +93,23 @@ def quiet_late_read_errors() -> None:
         return
     _late_errors_quieted = True
     logging.getLogger("asyncio").addFilter(_LateReadErrorFilter())
-    previous_unraisable, previous_thread, previous_process = (
-        sys.unraisablehook,
-        threading.excepthook,
-        sys.excepthook,
-    )
+    sys.unraisablehook = _unless_late(sys.unraisablehook, lambda info: info.exc_value)
+    threading.excepthook = _unless_late(threading.excepthook, lambda args: args.exc_value)
+    sys.excepthook = _unless_late(sys.excepthook, lambda kind, value, tb: value)
 
-    def unraisable(info):
-        if _is_late_read_error(info.exc_value):
-            _debug_late(info.exc_value)
+
+def _unless_late(previous, exception_of):
+    """A hook that logs a late read error at debug level and hands anything else to
+    `previous`; `exception_of` picks the exception out of the hook's arguments."""
+
+    def hook(*args):
+        exc = exception_of(*args)
+        if _is_late_read_error(exc):
+            _debug_late(exc)
         else:
-            previous_unraisable(info)
+            previous(*args)
 
-    def thread(args):
-        if _is_late_read_error(args.exc_value):
-            _debug_late(args.exc_value)
-        else:
-            previous_thread(args)
-
-    def process(kind, value, tb):
-        if _is_late_read_error(value):
-            _debug_late(value)
-        else:
-            previous_process(kind, value, tb)
-
-    sys.unraisablehook, threading.excepthook, sys.excepthook = unraisable, thread, process
+    return hook
 
 
 __all__ = ["LibraryFilter", "from_memjax", "libraries_silenced", "quiet_late_read_errors"]
