@@ -428,6 +428,46 @@ def workload_from_config(config, **overrides) -> Workload:
     return Workload(**kw)
 
 
+def workload_overrides(
+    w: Workload,
+    *,
+    hardware: hw_lib.Hardware | None = None,
+    mesh: str = "",
+    micro_batch_per_device: int = 0,
+    decode_batch: int = 0,
+    **cfg_fields,
+) -> dict:
+    """The Workload fields a command line changes (tools/plan_memory.py, tools/aot_check.py);
+    unset values (None, "", 0) change nothing.
+
+    hardware: another target; with another device count the mesh is laid out again over it
+        (fsdp takes the devices, tensor is kept). mesh: "data,fsdp,tensor", one may be -1.
+    cfg_fields: DecoderConfig fields (remat, attention, param_dtype, lora).
+    A new mesh also resizes the log-prob pass's chunk, which follows the data-parallel size.
+    """
+    out: dict = {}
+    hardware = hardware or w.hardware
+    if hardware != w.hardware:
+        out["hardware"] = hardware
+    sizes = None
+    if mesh:
+        sizes = dict(zip(MESH_AXES, map(int, mesh.split(","))))
+    elif hardware.num_devices != w.hardware.num_devices:
+        sizes = {"data": 1, "fsdp": -1, "tensor": w.mesh["tensor"]}
+    if sizes is not None:
+        resolved = resolve_mesh(sizes, hardware.num_devices)
+        out["mesh"] = resolved
+        out["logprob_rows"] = LOGPROB_ROWS_PER_DEVICE * resolved["data"] * resolved["fsdp"]
+    if micro_batch_per_device:
+        out["micro_batch_per_device"] = micro_batch_per_device
+    if decode_batch:
+        out["decode_batch"] = decode_batch
+    changes = {k: v for k, v in cfg_fields.items() if v}
+    if changes and w.cfg.replace(**changes) != w.cfg:
+        out["cfg"] = w.cfg.replace(**changes)
+    return out
+
+
 def plan_memory(config, **overrides) -> MemoryPlan:
     return plan(workload_from_config(config, **overrides))
 
@@ -557,6 +597,7 @@ __all__ = [
     "plan",
     "plan_memory",
     "workload_from_config",
+    "workload_overrides",
     "decoder_config_from",
     "validate",
     "suggest",

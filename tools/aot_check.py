@@ -58,31 +58,6 @@ def _parse(argv):
     return p.parse_args(argv)
 
 
-def _overrides(args, w, target, planning) -> dict:
-    out = {}
-    n = target.hardware.num_devices
-    if target.hardware != w.hardware:
-        out["hardware"] = target.hardware
-    if args.mesh:
-        sizes = dict(zip(planning.MESH_AXES, map(int, args.mesh.split(","))))
-        out["mesh"] = planning.resolve_mesh(sizes, n)
-    elif n != w.hardware.num_devices:
-        sizes = {"data": 1, "fsdp": -1, "tensor": w.mesh["tensor"]}
-        out["mesh"] = planning.resolve_mesh(sizes, n)
-    if args.micro_batch_per_device:
-        out["micro_batch_per_device"] = args.micro_batch_per_device
-    if args.decode_batch:
-        out["decode_batch"] = args.decode_batch
-    cfg = w.cfg
-    if args.remat:
-        cfg = cfg.replace(remat=args.remat)
-    if args.attention:
-        cfg = cfg.replace(attention=args.attention)
-    if cfg != w.cfg:
-        out["cfg"] = cfg
-    return out
-
-
 def run(args) -> tuple[int, dict]:
     from memjax import hardware as hw_lib
     from memjax import planning
@@ -101,9 +76,16 @@ def run(args) -> tuple[int, dict]:
         else:
             target = targets.tpu_target(args.topology or targets.default_topology(base.hardware))
         job = programs.JobShape.from_config(config)
-        job = dataclasses.replace(
-            job, workload=dataclasses.replace(base, **_overrides(args, base, target, planning))
+        changes = planning.workload_overrides(
+            base,
+            hardware=target.hardware,
+            mesh=args.mesh,
+            micro_batch_per_device=args.micro_batch_per_device,
+            decode_batch=args.decode_batch,
+            remat=args.remat,
+            attention=args.attention,
         )
+        job = dataclasses.replace(job, workload=dataclasses.replace(base, **changes))
     except (targets.TargetError, planning.PlanError, hw_lib.HardwareError) as e:
         return 2, {"error": f"{args.config}: {e}"}
     w = job.workload

@@ -37,40 +37,30 @@ def _load(path: str):
 
 
 def _overrides(args, config) -> dict:
-    """Workload fields the command line changes (mesh, hardware, batch sizes, remat)."""
+    """Workload fields the command line changes (target, mesh, batch sizes, remat, dtype, LoRA)."""
     w = planning.workload_from_config(config)
-    out = {}
-    hardware = w.hardware
+    hardware = None
     if args.tpu:
         hardware = hw_lib.parse_tpu_slice(args.tpu)
     elif args.hardware:
         name, _, n = args.hardware.partition(":")
         hardware = hw_lib.Hardware(hw_lib.accelerator(name), int(n or w.hardware.num_devices))
-    if hardware != w.hardware:
-        out["hardware"] = hardware
-    if args.mesh or "hardware" in out:
-        sizes = (
-            dict(zip(planning.MESH_AXES, map(int, args.mesh.split(","))))
-            if args.mesh
-            else {"data": 1, "fsdp": -1, "tensor": w.mesh["tensor"]}
-        )
-        out["mesh"] = planning.resolve_mesh(sizes, hardware.num_devices)
-    if args.micro_batch_per_device:
-        out["micro_batch_per_device"] = args.micro_batch_per_device
-    if args.decode_batch:
-        out["decode_batch"] = args.decode_batch
-    cfg = w.cfg
-    if args.remat:
-        cfg = cfg.replace(remat=args.remat)
-    if args.param_dtype:
-        cfg = cfg.replace(param_dtype=args.param_dtype)
+    lora = None
     if args.lora_rank:
+        cfg = w.cfg
         targets = args.lora_targets or (cfg.lora.targets if cfg.lora else LORA_TARGETS)
         alpha = cfg.lora.alpha if cfg.lora else 2.0 * args.lora_rank
-        cfg = cfg.replace(lora=LoraConfig(rank=args.lora_rank, alpha=alpha, targets=targets))
-    if cfg != w.cfg:
-        out["cfg"] = cfg
-    return out
+        lora = LoraConfig(rank=args.lora_rank, alpha=alpha, targets=targets)
+    return planning.workload_overrides(
+        w,
+        hardware=hardware,
+        mesh=args.mesh,
+        micro_batch_per_device=args.micro_batch_per_device,
+        decode_batch=args.decode_batch,
+        remat=args.remat,
+        param_dtype=args.param_dtype,
+        lora=lora,
+    )
 
 
 # Parts held to XLA's own numbers (tools/aot_check.py, TPU compiler, Qwen2.5-3B GRPO and PPO on

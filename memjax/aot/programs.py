@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -172,227 +173,323 @@ def forward_flops(cfg: DecoderConfig, rows: int, q_len: int, context: float) -> 
 # ------------------------------------------------------------------------------ the programs
 
 
-def job_programs(job: JobShape, mesh: Mesh, only: set[str] | None = None) -> list[Program]:
+@dataclasses.dataclass(frozen=True)
+class _Target:
+    """What every program of a job shares: its sizes, the mesh, the planner's figures, and the
+    policy's train-step costs (the critic step runs the same shapes)."""
+
+    job: JobShape
+    mesh: Mesh
+    parts: dict[str, int]  # the planner's bytes per device, by part
+    persistent: int  # the planner's bytes resident for the whole step
+    train_rules: tuple
+    sampling_rules: tuple
+    policy_abstract: dict
+    train_flops: float  # per device, per update: forward + backward
+    remat_flops: float  # per device, per update: the forward remat recomputes
+    gathered: float  # bytes of weights one micro-batch reads, gathered (three passes)
+    train_traffic: float  # bytes a train step streams at least
+
+    @property
+    def devices(self) -> int:
+        return self.mesh.devices.size
+
+    @property
+    def state_bytes(self) -> int:
+        return self.parts["policy weights"] + self.parts["optimizer (AdamW m, v)"]
+
+
+_SCHEDULE_STEPS = 1000  # the optimizer schedule's length does not change shapes
+
+
+def _target(job: JobShape, mesh: Mesh) -> _Target:
     w, cfg = job.workload, job.cfg
     plan = planning.plan(w)
-    parts = plan.parts
-    tr, sr = normalize_rules(w.train_rules), normalize_rules(w.sampling_rules)
-    n_dev = mesh.devices.size
-    T = w.seq_len
+    tr = normalize_rules(w.train_rules)
     policy_abstract = decoder_abstract(cfg)
-    persistent = plan.persistent
-    out: list[Program] = []
-    want = lambda name: only is None or name in only
-
-    total_updates = 1000  # the schedule's length does not change shapes
-    opt = make_optimizer(optimizer_config(job.optimizer_section, total_updates))
-    state, sh = abstract_state(policy_abstract, opt, mesh, tr)
-    train_flops = 3 * forward_flops(cfg, job.rows, T, T / 2) / n_dev
-    remat_extra = forward_flops(cfg, job.rows, T, T / 2) / n_dev if cfg.remat != "none" else 0
-    state_bytes = parts["policy weights"] + parts["optimizer (AdamW m, v)"]
+    n_dev = mesh.devices.size
+    forward = forward_flops(cfg, job.rows, w.seq_len, w.seq_len / 2) / n_dev
     # Per micro-batch the gathered weights are read three times (forward, recompute, backward);
     # the update reads and writes the weights and both moments once.
     gathered = 3 * planning.tree_bytes_per_device(
         policy_abstract, tr, {**w.mesh, "fsdp": 1, "data": 1}, cfg.dtype
     )
-    train_traffic = job.num_micro_batches * gathered + 2 * state_bytes
+    state_bytes = plan.parts["policy weights"] + plan.parts["optimizer (AdamW m, v)"]
+    return _Target(
+        job=job,
+        mesh=mesh,
+        parts=plan.parts,
+        persistent=plan.persistent,
+        train_rules=tr,
+        sampling_rules=normalize_rules(w.sampling_rules),
+        policy_abstract=policy_abstract,
+        train_flops=3 * forward,
+        remat_flops=forward if cfg.remat != "none" else 0.0,
+        gathered=gathered,
+        train_traffic=job.num_micro_batches * gathered + 2 * state_bytes,
+    )
 
-    if want("policy_train_step"):
-        loss_cfg = loss_config({"loss": job.loss_section})
-        fields = {
-            "tokens": jnp.int32,
-            "token_mask": jnp.bool_,
-            "loss_mask": jnp.bool_,
-            "advantages": jnp.float32,
-            "old_logp": jnp.float32,
-            "sampler_logp": jnp.float32,
-        }
-        if loss_cfg.kl_coef:
-            fields["ref_logp"] = jnp.float32
-        batch = abstract_batch(fields, job.rows, T, mesh, tr)
-        step = train_step.policy_train_step(
-            cfg,
-            loss_cfg,
-            opt,
-            temperature=job.temperature,
-            vocab_chunk=w.vocab_chunk,
-            num_micro_batches=job.num_micro_batches,
-            mesh=mesh,
-            rules=tr,
-            state_shardings=sh,
-        )
-        acts = sum(v for k, v in parts.items() if k.startswith("activations"))
-        acts += parts["optimizer update"]
-        out.append(
-            Program(
-                "policy_train_step",
-                step._jitted(batch),  # the step's own jit: in/out shardings, donation
-                (state, batch, None),  # no frozen tree: full fine-tuning
-                {},
-                {"arguments": state_bytes, "temporaries": parts["gradients"] + acts},
-                persistent - state_bytes,
-                train_flops,
-                train_flops + remat_extra,
-                train_traffic,
-                params=policy_abstract,
-            )
-        )
 
-    if job.algorithm == "ppo" and want("critic_train_step"):
-        critic_abstract = critic_lib.critic_abstract(cfg)
-        copt = make_optimizer(optimizer_config(job.critic_optimizer_section, total_updates))
-        cstate, csh = abstract_state(critic_abstract, copt, mesh, tr)
-        fields = {
-            "tokens": jnp.int32,
-            "token_mask": jnp.bool_,
-            "loss_mask": jnp.bool_,
-            "old_values": jnp.float32,
-            "returns": jnp.float32,
-        }
-        batch = abstract_batch(fields, job.rows, T, mesh, tr)
-        step = train_step.critic_train_step(
-            cfg,
-            copt,
-            num_micro_batches=job.num_micro_batches,
-            mesh=mesh,
-            rules=tr,
-            state_shardings=csh,
-        )
-        critic_state = parts["critic weights + AdamW"]
-        acts = sum(
-            v
-            for k, v in parts.items()
-            if k.startswith("activations") and k != "activations: logits"
-        )
-        acts += parts["optimizer update"]
-        out.append(
-            Program(
-                "critic_train_step",
-                step._jitted(batch),
-                (cstate, batch, None),
-                {},
-                {"arguments": critic_state, "temporaries": parts["gradients"] + acts},
-                persistent - critic_state,
-                train_flops,
-                train_flops + remat_extra,
-                train_traffic,
-                params=critic_abstract,
-            )
-        )
+def _activations(parts: dict[str, int], *, logits: bool = True) -> int:
+    """The planner's activation parts plus the optimizer update's temporaries."""
+    acts = sum(
+        v
+        for k, v in parts.items()
+        if k.startswith("activations") and (logits or k != "activations: logits")
+    )
+    return acts + parts["optimizer update"]
 
-    if want("logprob_pass"):
-        # Old log-probs (the policy's weights) and, with the KL term, reference log-probs (the
-        # trainer's f32 copy of the initial weights): one jitted function, run over all the
-        # rows of a step at once (trainer.on_rows), weights in the train layout.
-        weights = abstract_tree(policy_abstract, mesh, tr)
-        rows = job.step_rows
-        batch = abstract_batch({"tokens": jnp.int32, "token_mask": jnp.bool_}, rows, T, mesh, tr)
-        fn = make_logprob_fn(
-            cfg, temperature=job.temperature, chunk=w.vocab_chunk, mesh=mesh, rules=tr
-        )
-        flops = forward_flops(cfg, rows, T, T / 2) / n_dev
-        planned = {"arguments": parts["policy weights"]}
-        if "log-prob pass (a chunk)" in parts:
-            planned["temporaries"] = parts["log-prob pass (a chunk)"]
-        out.append(
-            Program(
-                "logprob_pass",
-                fn,
-                (weights, batch["tokens"], batch["token_mask"]),
-                {},
-                planned,
-                persistent - parts["policy weights"],
-                flops,
-                flops,
-                gathered / 3,
-                params=policy_abstract,
-            )
-        )
 
-    # ---------------------------------------------------------------- the sampler
-    sampler_params = abstract_tree(policy_abstract, mesh, sr, cfg.dtype)  # stacked layers
-    sampler_bytes = parts["sampler weights"]
+def _policy_train_step(t: _Target) -> Program:
+    job, w = t.job, t.job.workload
+    opt = make_optimizer(optimizer_config(job.optimizer_section, _SCHEDULE_STEPS))
+    state, shardings = abstract_state(t.policy_abstract, opt, t.mesh, t.train_rules)
+    loss_cfg = loss_config({"loss": job.loss_section})
+    fields = {
+        "tokens": jnp.int32,
+        "token_mask": jnp.bool_,
+        "loss_mask": jnp.bool_,
+        "advantages": jnp.float32,
+        "old_logp": jnp.float32,
+        "sampler_logp": jnp.float32,
+    }
+    if loss_cfg.kl_coef:
+        fields["ref_logp"] = jnp.float32
+    batch = abstract_batch(fields, job.rows, w.seq_len, t.mesh, t.train_rules)
+    step = train_step.policy_train_step(
+        job.cfg,
+        loss_cfg,
+        opt,
+        temperature=job.temperature,
+        vocab_chunk=w.vocab_chunk,
+        num_micro_batches=job.num_micro_batches,
+        mesh=t.mesh,
+        rules=t.train_rules,
+        state_shardings=shardings,
+    )
+    return Program(
+        "policy_train_step",
+        step._jitted(batch),  # the step's own jit: in/out shardings, donation
+        (state, batch, None),  # no frozen tree: full fine-tuning
+        {},
+        {
+            "arguments": t.state_bytes,
+            "temporaries": t.parts["gradients"] + _activations(t.parts),
+        },
+        t.persistent - t.state_bytes,
+        t.train_flops,
+        t.train_flops + t.remat_flops,
+        t.train_traffic,
+        params=t.policy_abstract,
+    )
+
+
+def _critic_train_step(t: _Target) -> Program:
+    job = t.job
+    critic_abstract = critic_lib.critic_abstract(job.cfg)
+    opt = make_optimizer(optimizer_config(job.critic_optimizer_section, _SCHEDULE_STEPS))
+    state, shardings = abstract_state(critic_abstract, opt, t.mesh, t.train_rules)
+    fields = {
+        "tokens": jnp.int32,
+        "token_mask": jnp.bool_,
+        "loss_mask": jnp.bool_,
+        "old_values": jnp.float32,
+        "returns": jnp.float32,
+    }
+    batch = abstract_batch(fields, job.rows, job.workload.seq_len, t.mesh, t.train_rules)
+    step = train_step.critic_train_step(
+        job.cfg,
+        opt,
+        num_micro_batches=job.num_micro_batches,
+        mesh=t.mesh,
+        rules=t.train_rules,
+        state_shardings=shardings,
+    )
+    critic_state = t.parts["critic weights + AdamW"]
+    return Program(
+        "critic_train_step",
+        step._jitted(batch),
+        (state, batch, None),
+        {},
+        {
+            "arguments": critic_state,
+            "temporaries": t.parts["gradients"] + _activations(t.parts, logits=False),
+        },
+        t.persistent - critic_state,
+        t.train_flops,
+        t.train_flops + t.remat_flops,
+        t.train_traffic,
+        params=critic_abstract,
+    )
+
+
+def _logprob_pass(t: _Target) -> Program:
+    """Old log-probs (the policy's weights) and, with the KL term, reference log-probs (the
+    trainer's f32 copy of the initial weights): one jitted function over a step's rows, which
+    walks them in chunks, weights in the train layout."""
+    job, w = t.job, t.job.workload
+    weights = abstract_tree(t.policy_abstract, t.mesh, t.train_rules)
+    rows = job.step_rows
+    fields = {"tokens": jnp.int32, "token_mask": jnp.bool_}
+    batch = abstract_batch(fields, rows, w.seq_len, t.mesh, t.train_rules)
+    fn = make_logprob_fn(
+        job.cfg, temperature=job.temperature, chunk=w.vocab_chunk, mesh=t.mesh, rules=t.train_rules
+    )
+    flops = forward_flops(job.cfg, rows, w.seq_len, w.seq_len / 2) / t.devices
+    planned = {"arguments": t.parts["policy weights"]}
+    if "log-prob pass (a chunk)" in t.parts:
+        planned["temporaries"] = t.parts["log-prob pass (a chunk)"]
+    return Program(
+        "logprob_pass",
+        fn,
+        (weights, batch["tokens"], batch["token_mask"]),
+        {},
+        planned,
+        t.persistent - t.parts["policy weights"],
+        flops,
+        flops,
+        t.gathered / 3,
+        params=t.policy_abstract,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _SamplerShapes:
+    params: dict  # abstract sampler weights (stacked layers, compute dtype)
+    prompt: int  # the prompt's bucketed length
+    slots: int  # KV cache length
+    prompts: int  # distinct prompts of a decode batch (each sampled group_size times)
+
+
+def _sampler_shapes(t: _Target) -> _SamplerShapes:
+    job = t.job
     prompt = bucket_length(job.prompt_len)
-    slots = cache_length(prompt + job.response_len)
-    prompts = max(1, w.decode_batch // job.group_size)
-    rows_sh = named_sharding(mesh, sr, ("batch", "seq"), (prompts, prompt))
-    kv_bytes = parts["KV cache"]
-    if want("sampler_prefill"):
-        tok = jax.ShapeDtypeStruct((prompts, prompt), jnp.int32, sharding=rows_sh)
-        msk = jax.ShapeDtypeStruct((prompts, prompt), jnp.bool_, sharding=rows_sh)
-        kwargs = dict(
-            cfg=cfg,
-            cache_size=slots,
-            per_layer=False,
-            group_size=job.group_size,
-            mesh=mesh,
-            rules=sr,
-        )
-        out.append(
-            Program(
-                "sampler_prefill",
-                loop.prefill_new,
-                (sampler_params, tok, msk, tok),
-                kwargs,
-                {
-                    "arguments": sampler_bytes,
-                    "outputs": kv_bytes + parts["decode logits"],
-                    "temporaries": parts["rollout: prefill"],
-                },
-                persistent - sampler_bytes,
-                forward_flops(cfg, prompts, prompt, prompt / 2) / n_dev,
-                forward_flops(cfg, prompts, prompt, prompt / 2) / n_dev,
-                sampler_bytes + kv_bytes,
-            )
-        )
-    if want("sampler_decode"):
-        B = w.decode_batch
-        kv_sh = named_sharding(
-            mesh, sr, CACHE_AXES, (cfg.num_layers, B, cfg.num_kv_heads, slots, cfg.head_dim)
-        )
-        kv = jax.ShapeDtypeStruct(
-            (cfg.num_layers, B, cfg.num_kv_heads, slots, cfg.head_dim), cfg.dtype, sharding=kv_sh
-        )
-        valid_sh = named_sharding(mesh, sr, ("batch", "cache_seq"), (B, slots))
-        replicated = NamedSharding(mesh, PartitionSpec())
-        cache = KVCache(
-            k=kv,
-            v=kv,
-            valid=jax.ShapeDtypeStruct((B, slots), jnp.bool_, sharding=valid_sh),
-            index=jax.ShapeDtypeStruct((), jnp.int32, sharding=replicated),
-        )
-        row_sh = named_sharding(mesh, sr, ("batch",), (B,))
-        logits = jax.ShapeDtypeStruct(
-            (B, cfg.vocab_size),
-            jnp.float32,
-            sharding=named_sharding(mesh, sr, ("batch", None), (B, cfg.vocab_size)),
-        )
-        positions = jax.ShapeDtypeStruct((B,), jnp.int32, sharding=row_sh)
-        key = jax.eval_shape(lambda: jax.random.key(0))
-        key = jax.ShapeDtypeStruct(key.shape, key.dtype, sharding=replicated)
-        eos = jax.ShapeDtypeStruct((2,), jnp.int32, sharding=replicated)
-        stops = jax.ShapeDtypeStruct((0, 1), jnp.int32, sharding=replicated)
-        sampling = SamplingParams(temperature=job.temperature, max_new_tokens=job.response_len)
-        steps = job.response_len
-        context = prompt + job.response_len / 2
-        kwargs = dict(cfg=cfg, sampling=sampling, pad_id=0, mesh=mesh, rules=sr)
-        out.append(
-            Program(
-                "sampler_decode",
-                loop.decode,
-                (sampler_params, cache, logits, positions, key, eos, stops),
-                kwargs,
-                {
-                    "arguments": sampler_bytes + kv_bytes,
-                    "temporaries": parts["rollout: decode step"],
-                },
-                persistent - sampler_bytes,
-                steps * forward_flops(cfg, B, 1, context) / n_dev,
-                steps * forward_flops(cfg, B, 1, context) / n_dev,
-                steps * (sampler_bytes + kv_bytes),  # every step reads the weights and the cache
-            )
-        )
-    return out
+    return _SamplerShapes(
+        params=abstract_tree(t.policy_abstract, t.mesh, t.sampling_rules, job.cfg.dtype),
+        prompt=prompt,
+        slots=cache_length(prompt + job.response_len),
+        prompts=max(1, job.workload.decode_batch // job.group_size),
+    )
 
 
-__all__ = ["JobShape", "Program", "job_programs", "abstract_tree", "forward_flops", "matmul_params"]
+def _sampler_prefill(t: _Target) -> Program:
+    job, s = t.job, _sampler_shapes(t)
+    rows_sh = named_sharding(t.mesh, t.sampling_rules, ("batch", "seq"), (s.prompts, s.prompt))
+    tok = jax.ShapeDtypeStruct((s.prompts, s.prompt), jnp.int32, sharding=rows_sh)
+    msk = jax.ShapeDtypeStruct((s.prompts, s.prompt), jnp.bool_, sharding=rows_sh)
+    kwargs = dict(
+        cfg=job.cfg,
+        cache_size=s.slots,
+        per_layer=False,
+        group_size=job.group_size,
+        mesh=t.mesh,
+        rules=t.sampling_rules,
+    )
+    weights, kv = t.parts["sampler weights"], t.parts["KV cache"]
+    flops = forward_flops(job.cfg, s.prompts, s.prompt, s.prompt / 2) / t.devices
+    return Program(
+        "sampler_prefill",
+        loop.prefill_new,
+        (s.params, tok, msk, tok),
+        kwargs,
+        {
+            "arguments": weights,
+            "outputs": kv + t.parts["decode logits"],
+            "temporaries": t.parts["rollout: prefill"],
+        },
+        t.persistent - weights,
+        flops,
+        flops,
+        weights + kv,
+    )
+
+
+def _decode_cache(t: _Target, rows: int, slots: int) -> KVCache:
+    cfg, mesh, rules = t.job.cfg, t.mesh, t.sampling_rules
+    shape = (cfg.num_layers, rows, cfg.num_kv_heads, slots, cfg.head_dim)
+    kv = jax.ShapeDtypeStruct(
+        shape, cfg.dtype, sharding=named_sharding(mesh, rules, CACHE_AXES, shape)
+    )
+    valid_sh = named_sharding(mesh, rules, ("batch", "cache_seq"), (rows, slots))
+    return KVCache(
+        k=kv,
+        v=kv,
+        valid=jax.ShapeDtypeStruct((rows, slots), jnp.bool_, sharding=valid_sh),
+        index=jax.ShapeDtypeStruct((), jnp.int32, sharding=NamedSharding(mesh, PartitionSpec())),
+    )
+
+
+@partial(
+    jax.jit,
+    static_argnames=("cfg", "sampling", "pad_id", "mesh", "rules"),
+    donate_argnames=("cache",),
+)
+def _static_decode(params, cache, logits, positions, key, eos_ids, stops, **static):
+    """The sampler's decode loop as one program: the static batch (no compaction, whose batch
+    changes are host decisions between programs), the cache donated as the sampler does."""
+    r = loop.decode(params, cache, logits, positions, key, eos_ids, stops, **static)
+    return r.tokens, r.logprobs, r.lengths, r.reason, r.cache
+
+
+def _sampler_decode(t: _Target) -> Program:
+    job, s = t.job, _sampler_shapes(t)
+    cfg, mesh, rules = job.cfg, t.mesh, t.sampling_rules
+    B = job.workload.decode_batch
+    replicated = NamedSharding(mesh, PartitionSpec())
+    logits = jax.ShapeDtypeStruct(
+        (B, cfg.vocab_size),
+        jnp.float32,
+        sharding=named_sharding(mesh, rules, ("batch", None), (B, cfg.vocab_size)),
+    )
+    positions = jax.ShapeDtypeStruct(
+        (B,), jnp.int32, sharding=named_sharding(mesh, rules, ("batch",), (B,))
+    )
+    key = jax.eval_shape(lambda: jax.random.key(0))
+    key = jax.ShapeDtypeStruct(key.shape, key.dtype, sharding=replicated)
+    eos = jax.ShapeDtypeStruct((2,), jnp.int32, sharding=replicated)
+    stops = jax.ShapeDtypeStruct((0, 1), jnp.int32, sharding=replicated)
+    sampling = SamplingParams(temperature=job.temperature, max_new_tokens=job.response_len)
+    steps, context = job.response_len, s.prompt + job.response_len / 2
+    weights, kv = t.parts["sampler weights"], t.parts["KV cache"]
+    flops = steps * forward_flops(cfg, B, 1, context) / t.devices
+    return Program(
+        "sampler_decode",
+        _static_decode,
+        (s.params, _decode_cache(t, B, s.slots), logits, positions, key, eos, stops),
+        dict(cfg=cfg, sampling=sampling, pad_id=0, mesh=mesh, rules=rules),
+        {"arguments": weights + kv, "temporaries": t.parts["rollout: decode step"]},
+        t.persistent - weights,
+        flops,
+        flops,
+        steps * (weights + kv),  # every step reads the weights and the cache
+    )
+
+
+# The functions a job runs, in the order a step runs them.
+PROGRAMS: dict[str, Callable[[_Target], Program]] = {
+    "policy_train_step": _policy_train_step,
+    "critic_train_step": _critic_train_step,  # PPO only
+    "logprob_pass": _logprob_pass,
+    "sampler_prefill": _sampler_prefill,
+    "sampler_decode": _sampler_decode,
+}
+
+
+def job_programs(job: JobShape, mesh: Mesh, only: set[str] | None = None) -> list[Program]:
+    """The job's programs (all, or those named in `only`), with abstract arguments on `mesh`."""
+    target = _target(job, mesh)
+    names = [n for n in PROGRAMS if only is None or n in only]
+    if job.algorithm != "ppo":
+        names = [n for n in names if n != "critic_train_step"]
+    return [PROGRAMS[n](target) for n in names]
+
+
+__all__ = [
+    "JobShape",
+    "PROGRAMS",
+    "Program",
+    "job_programs",
+    "abstract_tree",
+    "forward_flops",
+    "matmul_params",
+]

@@ -128,6 +128,23 @@ def test_a_slice_the_compiler_rejects_is_rejected_by_the_planner_and_its_fix_com
     assert fixed["fits"], (steps, fixed["resident_bytes"], fixed["usable_bytes"])
 
 
+@pytest.mark.parametrize("algorithm", ["grpo", "ppo"])
+def test_every_program_of_a_job_lowers_on_cpu_devices(algorithm):
+    from memjax.aot import programs, targets
+    from memjax.parallel import make_mesh
+
+    job = _small_job(2)
+    w = dataclasses.replace(job.workload, critic=algorithm == "ppo", prompt_len=64)
+    job = dataclasses.replace(job, algorithm=algorithm, workload=w)
+    mesh = make_mesh(w.mesh, list(targets.cpu_target(2, w.hardware).devices))
+    built = programs.job_programs(job, mesh)
+    expected = [n for n in programs.PROGRAMS if algorithm == "ppo" or n != "critic_train_step"]
+    assert [p.name for p in built] == expected
+    for p in built:
+        assert "stablehlo" in p.lower().as_text()[:20000], p.name  # a jitted, lowerable program
+        assert p.model_flops > 0 and p.planner["arguments"] > 0, p.name
+
+
 def test_collectives_are_read_from_hlo_text():
     from memjax.aot import analysis
 

@@ -125,6 +125,21 @@ def test_mesh_resolution_errors():
         planning.resolve_mesh({"pipeline": 2}, 2)
 
 
+def test_command_line_overrides_change_only_what_they_name():
+    w = tiny_workload(logprob_rows=planning.LOGPROB_ROWS_PER_DEVICE * 2)
+    assert planning.workload_overrides(w, mesh="", remat="", attention=None) == {}
+    # Eight devices: fsdp takes them, tensor stays; the log-prob chunk follows data x fsdp.
+    eight = hardware.Hardware(hardware.accelerator("H100-80GB"), 8)
+    out = planning.workload_overrides(w, hardware=eight)
+    assert out["mesh"] == {"data": 1, "fsdp": 4, "tensor": 2}
+    assert out["logprob_rows"] == planning.LOGPROB_ROWS_PER_DEVICE * 4
+    out = planning.workload_overrides(w, mesh="2,1,2", decode_batch=16, remat="dots")
+    assert out["mesh"] == {"data": 2, "fsdp": 1, "tensor": 2}
+    assert out["logprob_rows"] == planning.LOGPROB_ROWS_PER_DEVICE * 2
+    assert out["decode_batch"] == 16 and out["cfg"].remat == "dots"
+    assert "hardware" not in out and "micro_batch_per_device" not in out
+
+
 def test_suggestions_make_a_config_fit():
     config = runpy.run_path(str(REPO / "configs" / "grpo_qwen14b.py"))["get_config"]()
     w = planning.workload_from_config(config)

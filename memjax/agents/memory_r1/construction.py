@@ -220,6 +220,9 @@ def build_banks(
             turn, trace = streams[s][i], traces[s][i]
             parsed = parse_manager_output(text, ids)
             counters.update(f"manager_{k}" for k in parsed.counts().elements())
+            # Per call: the share of turns whose whole output parses into valid operations.
+            counters["manager_turns"] += 1
+            counters["manager_turns_well_formed"] += parsed.well_formed
             results = apply_manager_ops(
                 banks[s],
                 parsed.ops,

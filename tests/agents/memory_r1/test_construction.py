@@ -45,6 +45,30 @@ def test_streams_advance_together_and_banks_hold_dated_owned_memories():
         for t in trace:
             assert (t.manager_output is None) == (not t.facts)
     assert result.counters["manager_json_ok"] == sum(calls)
+    assert result.counters["manager_turns"] == result.counters["manager_turns_well_formed"]
+    assert result.counters["manager_turns"] == sum(calls)
+
+
+def test_well_formed_turns_count_only_outputs_that_parse_whole():
+    convs = _conversations(1)
+    seen = [0]
+
+    def manager(batch):
+        # Turns alternate: a clean output, prose, and JSON with one item missing its event.
+        out = []
+        for clean in helpers.add_all_manager(batch):
+            kind = seen[0] % 3
+            seen[0] += 1
+            bad_item = '{"memory": [{"id": "new", "text": "x"}]}'
+            out.append(clean if kind == 0 else "I will add it." if kind == 1 else bad_item)
+        return out
+
+    result = build_banks(
+        [conversation_stream(convs[0])], helpers.fact_policy, manager, helpers.BagOfWords()
+    )
+    turns = result.counters["manager_turns"]
+    assert turns == seen[0] and turns >= 3
+    assert result.counters["manager_turns_well_formed"] == (turns + 2) // 3
 
 
 def test_manager_sees_small_ids_and_its_update_lands_on_the_real_memory():
