@@ -1,0 +1,89 @@
+"""The Memory-R1 answer agent on teacher prompts it never trained on: does it write the
+`**Answer:**` marker unprompted, and is the answer right?
+
+    python -m memjax.launch --config=configs/sft_data_cpu.py --workdir=/tmp/answers_heldout \
+        --config.roles=answer --config.split=heldout --config.synthetic.seed=1 \
+        --config.synthetic.num_conversations=3 --config.answer_data=synthetic
+    python tools/answer_format_check.py /tmp/answers_heldout/trajectories.jsonl \
+        --source=<sft workdir | packaged:smollm2> [--max_new_tokens 64]
+
+Each answer trajectory's prompt is the answer agent's real prompt over the oracle's bank (the
+memories a perfect manager keeps), so the check isolates the answer agent from the manager that
+`memory_r1.eval` runs in front of it. Greedy, no forced prefix. The gold answer is the one the
+teacher wrote after its marker. Prints the marker rate, EM and token F1 with their standard
+errors over questions and n; the last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+
+def _mean_and_stderr(values: list[float]) -> tuple[float, float]:
+    n = len(values)
+    mean = sum(values) / n
+    var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
+    return mean, math.sqrt(var / n)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("trajectories", help="sft.make_data output with answer-role trajectories")
+    p.add_argument("--source", required=True, help="model source (an SFT workdir, packaged:...)")
+    p.add_argument("--max_new_tokens", type=int, default=64)
+    p.add_argument("--batch_size", type=int, default=16)
+    args = p.parse_args(argv)
+
+    from memjax.agents.memory_r1.answer_parser import parse_answer
+    from memjax.agents.memory_r1.models import sampler_policy
+    from memjax.checkpoints import load_model
+    from memjax.eval.scoring import mem0_scores
+    from memjax.sft.trajectories import read_trajectories
+
+    trajectories = [t for t in read_trajectories(args.trajectories) if t.role == "answer"]
+    if not trajectories:
+        print(f"{args.trajectories}: no answer-role trajectories", file=sys.stderr)
+        return 2
+    prompts, golds = [], []
+    for t in trajectories:
+        messages = t.contexts[0]
+        last = max(i for i, m in enumerate(messages) if m.role == "assistant")
+        prompts.append([{"role": m.role, "content": m.content} for m in messages[:last]])
+        golds.append(parse_answer(messages[last].content).answer or "")
+    model = load_model(args.source)
+    policy = sampler_policy(
+        model,
+        {"greedy": True, "temperature": 1.0, "max_new_tokens": args.max_new_tokens},
+        batch_size=args.batch_size,
+    )
+    outputs = policy(prompts)
+    parsed = [parse_answer(o) for o in outputs]
+    scores = [mem0_scores(a.answer, g) for a, g in zip(parsed, golds)]
+    marker = _mean_and_stderr([float(a.has_marker) for a in parsed])
+    em = _mean_and_stderr([s["em"] for s in scores])
+    f1 = _mean_and_stderr([s["f1"] for s in scores])
+    splits = sorted({t.split for t in trajectories})
+    print(f"{args.source} on {args.trajectories} ({', '.join(splits)}), n={len(parsed)}")
+    for name, (mean, se) in (("marker", marker), ("EM", em), ("F1", f1)):
+        print(f"  {name:<7} {100 * mean:6.1f} +- {100 * se:.1f}")
+    result = {
+        "source": args.source,
+        "split": splits,
+        "n": len(parsed),
+        "marker_rate": marker[0],
+        "marker_stderr": marker[1],
+        "em": em[0],
+        "em_stderr": em[1],
+        "f1": f1[0],
+        "f1_stderr": f1[1],
+        "max_new_tokens": args.max_new_tokens,
+    }
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
