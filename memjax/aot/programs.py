@@ -188,7 +188,6 @@ class _Target:
     train_flops: float  # per device, per update: forward + backward
     remat_flops: float  # per device, per update: the forward remat recomputes
     gathered: float  # bytes of weights one micro-batch reads, gathered (three passes)
-    train_traffic: float  # bytes a train step streams at least
 
     @property
     def devices(self) -> int:
@@ -197,6 +196,12 @@ class _Target:
     @property
     def state_bytes(self) -> int:
         return self.parts["policy weights"] + self.parts["optimizer (AdamW m, v)"]
+
+    @property
+    def train_traffic(self) -> float:
+        """Bytes a train step streams at least: the gathered weights per micro-batch, and the
+        update reading and writing the weights and both moments once."""
+        return self.job.num_micro_batches * self.gathered + 2 * self.state_bytes
 
 
 _SCHEDULE_STEPS = 1000  # the optimizer schedule's length does not change shapes
@@ -209,12 +214,10 @@ def _target(job: JobShape, mesh: Mesh) -> _Target:
     policy_abstract = decoder_abstract(cfg)
     n_dev = mesh.devices.size
     forward = forward_flops(cfg, job.rows, w.seq_len, w.seq_len / 2) / n_dev
-    # Per micro-batch the gathered weights are read three times (forward, recompute, backward);
-    # the update reads and writes the weights and both moments once.
+    # Per micro-batch the gathered weights are read three times (forward, recompute, backward).
     gathered = 3 * planning.tree_bytes_per_device(
         policy_abstract, tr, {**w.mesh, "fsdp": 1, "data": 1}, cfg.dtype
     )
-    state_bytes = plan.parts["policy weights"] + plan.parts["optimizer (AdamW m, v)"]
     return _Target(
         job=job,
         mesh=mesh,
@@ -226,7 +229,6 @@ def _target(job: JobShape, mesh: Mesh) -> _Target:
         train_flops=3 * forward,
         remat_flops=forward if cfg.remat != "none" else 0.0,
         gathered=gathered,
-        train_traffic=job.num_micro_batches * gathered + 2 * state_bytes,
     )
 
 
