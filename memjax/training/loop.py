@@ -71,6 +71,7 @@ def run_loop(task, loop: LoopConfig, workdir: str | Path, *, progress: bool = Tr
             if loop.stop_after is not None and step >= loop.stop_after:
                 return {"interrupted_at": step, "history": run.history}
             _one_step(task, step, run, policy, checkpoints, report)
+        _evaluate_last_if_missing(task, run, policy, report)
     finally:
         report.close()
         checkpoints.close()
@@ -84,18 +85,34 @@ def _one_step(task, step: int, run: RunState, policy, checkpoints, report) -> No
     run.history.append({"step": done, **record})
     report.scalars(done, record, task.record_prefix)
     report.scalars(done, metrics, "train")
-    value = None
-    if policy.evaluates(done):
-        result = task.evaluate(done, jax.random.fold_in(run.base_key, EVAL_KEY_SALT))
-        values = result if isinstance(result, dict) else {task.eval_key: result}
-        value = values[task.eval_key]  # ranks the checkpoint
-        run.evals.append({"step": done, **values})
-        report.scalars(done, values, "eval")
+    value = _evaluate(task, run, report) if policy.evaluates(done) else None
     if policy.plots(done):
         report.plot(run.history, run.evals)
     if policy.saves(done):
         checkpoints.save(run, task.states, task.data_iterator, task.source, metric=value)
     report.advance(**task.postfix(record, metrics))
+
+
+def _evaluate(task, run: RunState, report) -> float:
+    """Evaluates at `run.step`, records it; returns the value that ranks the checkpoint."""
+    result = task.evaluate(run.step, jax.random.fold_in(run.base_key, EVAL_KEY_SALT))
+    values = result if isinstance(result, dict) else {task.eval_key: result}
+    run.evals.append({"step": run.step, **values})
+    report.scalars(run.step, values, "eval")
+    return values[task.eval_key]
+
+
+def _evaluate_last_if_missing(task, run: RunState, policy, report) -> None:
+    """A run resumed from a checkpoint at its last step runs no step, so `_one_step` never
+    evaluates it; when that checkpoint came from a longer run whose schedule skipped the
+    step (stopped at 20 of 40 with eval_every=40, resumed with num_steps=20), the last step
+    is evaluated here. The checkpoint is left as saved (its step exists); a second resume
+    evaluates again, with the same eval key and so the same result."""
+    done = run.step
+    if not policy.evaluates(done) or any(e["step"] == done for e in run.evals):
+        return
+    _evaluate(task, run, report)
+    report.plot(run.history, run.evals)
 
 
 def _result(task, run: RunState, wall_s: float) -> dict[str, Any]:

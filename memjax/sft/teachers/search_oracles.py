@@ -6,6 +6,12 @@ memory (MemSearcher) holds the supporting sentences of every paragraph found so 
 "Title: sentence" lines; once every supporting paragraph has been found, the agent answers
 with the gold answer (`\\boxed{}` for MemSearcher, `<answer>` for Search-R1). An oracle never
 answers without its evidence: one that runs out of turns is rejected by the replay.
+
+Every thought first lists the paragraphs found so far, then decides. A student trained on a
+thought that opens with the decision ("I need to find..." against "The memory holds...") has to
+make it in its first token, and a 135M model learned to search in every context that way; after
+listing what its memory covers (titles it can copy from the memory in front of it), whether
+anything is still missing is a much more local question.
 """
 
 from __future__ import annotations
@@ -60,6 +66,13 @@ class SupportTracker:
     def memory(self) -> str:
         return "\n".join(f"{t}: {s}" for t in self.found for s in self.support[t])
 
+    def thought(self) -> str:
+        """What has been found, then what is still needed (the next title) or that nothing is."""
+        found = "; ".join(self.found) if self.found else "nothing yet"
+        if self.missing:
+            return f"Found so far: {found}. I still need {self.missing[0]}."
+        return f"Found so far: {found}. That is all the question needs."
+
 
 class MemSearcherOracle:
     """Completions for a MemSearcher episode's calls (after its "<think>" prefix)."""
@@ -70,14 +83,13 @@ class MemSearcherOracle:
     def __call__(self, call: ModelCall) -> ModelOutput:
         if call.messages[-1]["content"].startswith("<tool_response>"):
             return ModelOutput(f"<memory>\n{self.tracker.memory()}\n</memory>", True)
+        thought = self.tracker.thought()
         if not self.tracker.missing:
             answer = self.tracker.example.answer
-            text = f"The memory holds what the question needs.</think>\n\\boxed{{{answer}}}"
-            return ModelOutput(text, True)
-        title = self.tracker.missing[0]
+            return ModelOutput(f"{thought}</think>\n\\boxed{{{answer}}}", True)
         query = self.tracker.next_query()
         call_json = json.dumps({"name": TOOL_NAME, "arguments": {"query": query}})
-        text = f"I need to find {title}.</think>\n<tool_call>\n{call_json}\n</tool_call>"
+        text = f"{thought}</think>\n<tool_call>\n{call_json}\n</tool_call>"
         return ModelOutput(text, True)
 
     def saw(self, passages: list[Passage]) -> None:
@@ -92,16 +104,12 @@ class SearchR1Oracle:
         self.tracker = SupportTracker(example)
 
     def __call__(self, call: ModelCall) -> ModelOutput:
+        thought = f"<think> {self.tracker.thought()} </think>"
         if not self.tracker.missing:
             answer = self.tracker.example.answer
-            return ModelOutput(
-                f"<think> I have found what I need. </think>\n<answer> {answer} </answer>", True
-            )
-        title = self.tracker.missing[0]
+            return ModelOutput(f"{thought}\n<answer> {answer} </answer>", True)
         query = self.tracker.next_query()
-        return ModelOutput(
-            f"<think> I need to find {title}. </think>\n<search> {query} </search>", True
-        )
+        return ModelOutput(f"{thought}\n<search> {query} </search>", True)
 
     def saw(self, passages: list[Passage]) -> None:
         self.tracker.saw(passages)

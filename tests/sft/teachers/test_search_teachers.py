@@ -43,6 +43,20 @@ def test_memsearcher_contexts_are_rebuilt_from_question_and_memory(tmp_path):
     assert last[-1]["content"].endswith("\\boxed{Lisbon}")
 
 
+def test_each_thought_lists_what_was_found_before_it_decides(tmp_path):
+    world, examples = search_world(tmp_path)
+    (t,) = S.search_trajectories(world, "memsearcher", examples[:1], "train")
+    thoughts = [context[2]["content"].split("</think>")[0] for context in t.contexts]
+    assert thoughts == [
+        "<think>Found so far: nothing yet. I still need Moon Harbor.",
+        "<think>Found so far: Moon Harbor. I still need Ana Sousa.",
+        "<think>Found so far: Moon Harbor; Ana Sousa. That is all the question needs.",
+    ]
+    (r1,) = S.search_trajectories(world, "search_r1", examples[:1], "train")
+    turns = [m["content"] for m in r1.contexts[0][1:] if m.get("train") is not False]
+    assert turns[-1].startswith("<think> Found so far: Moon Harbor; Ana Sousa. That is all")
+
+
 def test_search_r1_information_is_not_trained(tmp_path):
     world, examples = search_world(tmp_path)
     (t,) = S.search_trajectories(world, "search_r1", examples[:1], "train")
