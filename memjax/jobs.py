@@ -26,6 +26,7 @@ JOBS: dict[str, str] = {
     "memsearcher.eval": "memjax.agents.memsearcher.eval_job:eval_job",
     "sft.make_data": "memjax.sft.teachers.job:make_data_job",
     "sft.train": "memjax.sft.job:train_job",
+    "reproduce.run": "memjax.reproduce.job:reproduce_job",
 }
 
 

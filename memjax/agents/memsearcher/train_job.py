@@ -168,7 +168,10 @@ def train_memsearcher(
 
 
 def train_job(config: ConfigDict, workdir: str | None) -> dict:
-    """The job: data, retriever and model from the config; prints a JSON summary line last."""
+    """The job: data, retriever and model from the config; exports the trained weights with
+    their tokenizer to <workdir>/policy (`--config.model.source=<workdir>/policy` evaluates
+    them); prints a JSON summary line last."""
+    from memjax.checkpoints.decoder_io import export_hf_decoder
     from memjax.rl.trainer import summary_line
 
     if not workdir:
@@ -187,7 +190,10 @@ def train_job(config: ConfigDict, workdir: str | None) -> dict:
         retriever=retriever,
         train_rows=rows,
     )
+    policy_dir = Path(workdir) / "policy"
+    export_hf_decoder(result["params"], model.cfg, policy_dir, tokenizer=model.tokenizer)
     print(summary_line(result), flush=True)
+    print(f"trained weights: {policy_dir}", flush=True)
     return result
 
 

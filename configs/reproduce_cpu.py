@@ -1,0 +1,78 @@
+"""Both papers' claims at CPU scale: base -> SFT -> GRPO for Memory-R1's roles and MemSearcher,
+every stage evaluated on held-out data, the tables in the papers' shapes.
+
+    make reproduce            # = python -m memjax.launch --config=configs/reproduce_cpu.py \
+                              #       --workdir=/tmp/memjax_reproduce
+    --config.papers=memsearcher                 # one paper
+    --config.stages=ms_data,ms_sft              # some stages (the others must have finished)
+    --config.memory_r1.algos=grpo,ppo           # PPO beside GRPO for the Memory-R1 roles
+    --config.extra="mr1_eval_*:answer_agent.max_new_tokens=128"   # any stage's own fields
+
+Each stage is a memjax job run in <workdir>/<stage> (its log in stage.log); a stopped
+reproduction started again skips the stages that finished and resumes the one that stopped.
+<workdir>/reproduction.{md,json} hold the tables, the stages' wall times, and plots/ the
+SFT loss and GRPO reward curves. Sizes are cut to fit a 2-core CPU; the paper-scale configs
+(configs/grpo_qwen*.py, ppo_*.py, memsearcher_qwen*.py) train the papers' models.
+"""
+
+from ml_collections import ConfigDict
+
+HOTPOT_SAMPLE = "../shared/data/hotpotqa_dev_distractor_500.jsonl"
+LOCOMO = "../shared/data/locomo10.json"
+
+
+def get_config() -> ConfigDict:
+    c = ConfigDict()
+    c.job = "reproduce.run"
+    c.papers = "memsearcher,memory_r1"
+    c.stages = ""  # "": all; or comma-separated stage names
+    c.model_source = "packaged:smollm2"
+    c.grpo_seeds = "0,1"  # one GRPO run per seed: the run-to-run spread
+    c.judge = "the policy model itself (SmolLM2-135M)"  # named in the Memory-R1 table
+    # More overrides for the stages whose names match a glob, "GLOB:field=value;...", e.g.
+    # "mr1_eval_*:answer_agent.max_new_tokens=128;ms_*:retriever.default_top_n=5".
+    c.extra = ""
+
+    ms = ConfigDict()
+    ms.hotpotqa = HOTPOT_SAMPLE  # 400 train / 100 eval questions, cut by id
+    ms.teacher_questions = 0  # 0: all 400 training questions
+    ms.sft_steps = 40
+    ms.sft_batch_rows = 8
+    ms.sft_micro_batches = 4
+    ms.sft_max_seq_len = 1792
+    ms.sft_max_per_role = 0
+    ms.sft_learning_rate = 1e-4
+    ms.grpo_steps = 4
+    ms.grpo_questions_per_step = 1  # x G = 5 rollouts
+    ms.grpo_train_questions = 64
+    ms.grpo_learning_rate = 1e-6
+    ms.eval_questions = 20  # held-out questions per agent
+    ms.eval_max_turns = 5
+    ms.baselines = "search_r1,react,rag"  # evaluated with the base model beside MemSearcher
+    c.memsearcher = ms
+
+    mr1 = ConfigDict()
+    mr1.teacher_conversations = 16  # synthetic, seed 1000
+    mr1.answer_data = "synthetic,locomo"  # LoCoMo: conv-26, the paper's training conversation
+    mr1.locomo = LOCOMO
+    mr1.sft_steps = 40
+    mr1.sft_batch_rows = 8
+    mr1.sft_micro_batches = 4
+    mr1.sft_max_seq_len = 1344
+    mr1.sft_max_per_role = 200
+    mr1.sft_learning_rate = 1e-4
+    mr1.algos = "grpo"  # or "grpo,ppo"
+    mr1.rl_steps = 4
+    mr1.rl_prompts_per_step = 4
+    mr1.rl_group_size = 4
+    mr1.rl_seq_len = 2048
+    mr1.rl_micro_batches = 4
+    mr1.rl_max_new_tokens = 128
+    mr1.rl_temperature = 0.7
+    mr1.rl_learning_rate = 1e-5
+    mr1.rl_train_conversations = 2  # synthetic, seed 0
+    mr1.test_conversations = 2  # synthetic, held-out seed 1 (after its validation one)
+    mr1.max_questions = 24  # per conversation
+    mr1.no_distill_ablation = True
+    c.memory_r1 = mr1
+    return c

@@ -1,0 +1,146 @@
+"""The `reproduce.run` job: every stage of the chosen papers in order, then the tables.
+
+    python -m memjax.launch --config=configs/reproduce_cpu.py --workdir=/tmp/memjax_reproduce
+
+Writes <workdir>/reproduction.md and .json (the Memory-R1 and MemSearcher tables, each row
+naming its stage; every stage's wall time) and <workdir>/plots/<stage>.png (the SFT loss and
+GRPO reward curves), and prints the tables at the end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import json
+import shutil
+from pathlib import Path
+
+from memjax.errors import ConfigError
+from memjax.memory.atomic import atomic_write_text
+from memjax.reproduce import tables
+from memjax.reproduce.pipelines import memory_r1_stages, memsearcher_stages
+from memjax.reproduce.stages import Stage, StageRunner
+
+PAPERS = ("memsearcher", "memory_r1")
+CURVES = {"sft": "loss_curve.png", "rl_curve": "reward_curve.png"}
+
+
+def plan(config) -> list[Stage]:
+    """Every stage of the configured papers, in the order they run."""
+    papers = _names(config.papers, "config.papers", PAPERS)
+    seeds = tuple(int(s) for s in _names(config.grpo_seeds, "config.grpo_seeds"))
+    if not seeds:
+        raise ConfigError("config.grpo_seeds: name at least one seed (e.g. '0,1')")
+    source = str(config.model_source)
+    stages: list[Stage] = []
+    if "memsearcher" in papers:
+        stages += memsearcher_stages(config.memsearcher, source, seeds)
+    if "memory_r1" in papers:
+        stages += memory_r1_stages(config.memory_r1, source, seeds)
+    extra = _extra_overrides(str(config.extra))
+    return [dataclasses.replace(s, overrides=s.overrides + _matching(extra, s)) for s in stages]
+
+
+def _extra_overrides(value: str) -> list[tuple[str, str]]:
+    """`config.extra`: "PATTERN:field=value;..." -> [(pattern, override)]; a pattern is a
+    shell glob over stage names ("mr1_eval_*", "*")."""
+    out = []
+    for entry in (e.strip() for e in value.split(";")):
+        if not entry:
+            continue
+        pattern, sep, override = entry.partition(":")
+        if not sep or "=" not in override:
+            raise ConfigError(f"config.extra: {entry!r} is not 'STAGE_GLOB:field=value'")
+        out.append((pattern.strip(), override.strip()))
+    return out
+
+
+def _matching(extra: list[tuple[str, str]], stage: Stage) -> tuple[str, ...]:
+    return tuple(o for pattern, o in extra if fnmatch.fnmatchcase(stage.name, pattern))
+
+
+def selected(stages: list[Stage], names: str) -> list[Stage]:
+    if not str(names).strip():
+        return stages
+    known = [s.name for s in stages]
+    wanted = _names(names, "config.stages", known)
+    return [s for s in stages if s.name in wanted]
+
+
+def reproduce_job(config, workdir) -> None:
+    if not workdir:
+        raise ConfigError("--workdir: reproduce.run needs a directory")
+    root = Path(workdir)
+    runner = StageRunner(root)
+    stages = plan(config)
+    chosen = selected(stages, config.stages)
+    for stage in stages:
+        runner.check(stage)
+    for i, stage in enumerate(chosen):
+        print(f"[{i + 1}/{len(chosen)}] ", end="", flush=True)
+        runner.run(stage)
+    report = build_report(stages, runner, str(config.judge))
+    atomic_write_text(root / "reproduction.json", json.dumps(report["json"], indent=1))
+    atomic_write_text(root / "reproduction.md", report["markdown"])
+    print(report["markdown"], flush=True)
+
+
+def build_report(stages: list[Stage], runner: StageRunner, judge: str) -> dict:
+    """The tables of the finished stages (an unfinished one is listed as such)."""
+    finished = {s.name: runner.finished(s) for s in stages}
+    done = [s for s in stages if finished[s.name] is not None]
+    mr1 = [
+        tables.memory_r1_row(_label(s), runner.workdir(s.name))
+        for s in done
+        if s.report == "memory_r1_eval"
+    ]
+    ms = [
+        row
+        for s in done
+        if s.report == "memsearcher_eval"
+        for row in tables.memsearcher_rows(_label(s), runner.workdir(s.name))
+    ]
+    plots = _copy_curves(done, runner)
+    walls = {s.name: (finished[s.name] or {}).get("wall_s") for s in stages}
+    parts = ["# Reproduction", ""]
+    if mr1:
+        parts += ["## Memory-R1 (Table 1 shape)", "", tables.memory_r1_markdown(mr1, judge)]
+    if ms:
+        parts += ["## MemSearcher", "", tables.memsearcher_markdown(ms)]
+    parts += ["## Stages", "", "| stage | wall time |", "|---|---:|"]
+    parts += [f"| {n} | {_wall(w)} |" for n, w in walls.items()]
+    if plots:
+        parts += ["", "Curves: " + ", ".join(f"plots/{p}" for p in plots)]
+    body = {"memory_r1": mr1, "memsearcher": ms, "wall_s": walls, "plots": plots}
+    return {"markdown": "\n".join(parts) + "\n", "json": body}
+
+
+def _copy_curves(done: list[Stage], runner: StageRunner) -> list[str]:
+    out = []
+    for stage in done:
+        curve = runner.workdir(stage.name) / CURVES.get(stage.report, "-")
+        if curve.is_file():
+            target = runner.root / "plots" / f"{stage.name}.png"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(curve, target)
+            out.append(target.name)
+    return out
+
+
+def _label(stage: Stage) -> str:
+    return stage.label or stage.name
+
+
+def _wall(seconds) -> str:
+    return "not finished" if seconds is None else f"{seconds / 60:.1f} min"
+
+
+def _names(value, field: str, allowed=None) -> list[str]:
+    names = [v.strip() for v in str(value).split(",") if v.strip()]
+    unknown = [n for n in names if allowed is not None and n not in allowed]
+    if unknown:
+        raise ConfigError(f"{field}={value!r}: unknown {unknown}; valid: {', '.join(allowed)}")
+    return names
+
+
+__all__ = ["reproduce_job", "plan", "selected", "build_report"]

@@ -1,0 +1,218 @@
+"""The stages of each paper's reproduction: base -> SFT -> GRPO, each evaluated on held-out data.
+
+    stages = memsearcher_stages(config.memsearcher, config.model_source, seeds=(0, 1))
+    stages = memory_r1_stages(config.memory_r1, config.model_source, seeds=(0,))
+
+Each stage is an existing job with an existing config file (configs/*.py) and the overrides
+that chain it to the stages before it, so every number in the tables is one a user gets by
+running that job alone. Training draws from the training splits only (synthetic seed 1000 for
+the teachers and seed 0 for RL, HotpotQA's 400 training questions); every eval stage scores
+the held-out split (synthetic seed 1's test conversations, HotpotQA's 100 eval questions).
+
+MemSearcher: teachers -> SFT; the base model with MemSearcher and the three baselines
+(Search-R1-style, ReAct, RAG), the SFT model, and multi-context GRPO from SFT (one run per seed)
+each evaluated.
+
+Memory-R1, the paper's alternating schedule: teachers -> one SFT model for the fact extractor,
+manager and answer agent; per seed and algorithm, the manager trained with the frozen SFT answer
+agent rewarding it, then the answer agent trained over the trained manager's banks; evaluated
+are the base model, Memory-SFT, the trained manager with the SFT answer agent (the manager's
+own effect), both trained agents, and (optionally) both trained agents without distillation.
+"""
+
+from __future__ import annotations
+
+from memjax.reproduce.stages import Stage
+
+SFT_CONFIG = "configs/sft_cpu.py"
+DATA_CONFIG = "configs/sft_data_cpu.py"
+MEMSEARCHER_CONFIG = "configs/memsearcher_cpu.py"
+MEMORY_R1_CONFIG = "configs/memory_r1_synthetic_cpu.py"
+CORPUS = "corpus"  # a pseudo-stage: the workdir where the HotpotQA corpus and index live
+
+
+def _sft_overrides(section, data_stage: str, roles: str, model_source: str) -> tuple[str, ...]:
+    steps = int(section.sft_steps)
+    return (
+        f"model.source={model_source}",
+        f"data.train={{{data_stage}}}/trajectories.jsonl",
+        f"data.roles={roles}",
+        f"data.max_per_role={int(section.sft_max_per_role)}",
+        f"sft.num_steps={steps}",
+        f"sft.batch_rows={int(section.sft_batch_rows)}",
+        f"sft.micro_batches={int(section.sft_micro_batches)}",
+        f"sft.max_seq_len={int(section.sft_max_seq_len)}",
+        f"sft.optimizer.learning_rate={float(section.sft_learning_rate)}",
+        "sft.optimizer.warmup_steps=2",
+        f"sft.eval_every={steps}",
+        f"sft.checkpoint_every={max(1, steps // 4)}",
+    )
+
+
+# --- MemSearcher -------------------------------------------------------------------------
+
+
+def _search_data() -> tuple[str, ...]:
+    """The retriever's corpus and index, built once and shared by every MemSearcher stage."""
+    return (
+        f"retriever.corpus={{{CORPUS}}}/corpus.jsonl",
+        f"retriever.index_dir={{{CORPUS}}}/index",
+    )
+
+
+def _search_job_data(section) -> tuple[str, ...]:
+    path = str(section.hotpotqa)
+    return (f"data.train.hotpotqa={path}", f"data.eval.hotpotqa={path}", *_search_data())
+
+
+def _search_eval(name: str, label: str, source: str, agents: str, section) -> Stage:
+    overrides = (
+        "job=memsearcher.eval",
+        f"model.source={source}",
+        f"eval.agents={agents}",
+        f"data.max_examples={int(section.eval_questions)}",
+        f"agent.max_turns_eval={int(section.eval_max_turns)}",
+        *_search_job_data(section),
+    )
+    return Stage(name, MEMSEARCHER_CONFIG, overrides, report="memsearcher_eval", label=label)
+
+
+def memsearcher_stages(section, model_source: str, seeds: tuple[int, ...]) -> list[Stage]:
+    data = Stage(
+        "ms_data",
+        DATA_CONFIG,
+        (
+            "roles=memsearcher",
+            f"hotpotqa.path={section.hotpotqa}",
+            f"hotpotqa.max_examples={int(section.teacher_questions)}",
+            *_search_data(),
+        ),
+    )
+    sft_overrides = _sft_overrides(section, "ms_data", "memsearcher", model_source)
+    sft = Stage("ms_sft", SFT_CONFIG, (*sft_overrides, "sft.bucket=256"), report="sft")
+    stages = [data, sft]
+    base_agents = ",".join(["memsearcher", *_names(section.baselines)])
+    stages.append(_search_eval("ms_eval_base", "base", model_source, base_agents, section))
+    stages.append(_search_eval("ms_eval_sft", "SFT", "{ms_sft}", "memsearcher", section))
+    for seed in seeds:
+        grpo = f"ms_grpo_s{seed}"
+        train = (
+            "job=memsearcher.train",
+            "model.source={ms_sft}",
+            f"seed={seed}",
+            f"train.num_steps={int(section.grpo_steps)}",
+            f"train.batch_size={int(section.grpo_questions_per_step)}",
+            f"train.save_every_steps={max(1, int(section.grpo_steps) // 2)}",
+            f"optimizer.learning_rate={float(section.grpo_learning_rate)}",
+            f"data.max_examples={int(section.grpo_train_questions)}",
+            *_search_job_data(section),
+        )
+        label = f"GRPO (seed {seed})"
+        stages.append(Stage(grpo, MEMSEARCHER_CONFIG, train, report="rl_curve", label=label))
+        policy = f"{{{grpo}}}/policy"
+        stages.append(_search_eval(f"ms_eval_{grpo[3:]}", label, policy, "memsearcher", section))
+    return stages
+
+
+# --- Memory-R1 ---------------------------------------------------------------------------
+
+
+def _mr1_held_out(section) -> tuple[str, ...]:
+    return (
+        f"data.synthetic.num_test={int(section.test_conversations)}",
+        f"data.max_questions={int(section.max_questions)}",
+    )
+
+
+def _mr1_eval(name: str, label: str, section, *agents: str) -> Stage:
+    overrides = ("job=memory_r1.eval", *agents, *_mr1_held_out(section))
+    return Stage(name, MEMORY_R1_CONFIG, overrides, report="memory_r1_eval", label=label)
+
+
+def _mr1_rl(section, algo: str, seed: int) -> tuple[str, ...]:
+    steps = int(section.rl_steps)
+    return (
+        "model.source={mr1_sft}",
+        f"rl.algo={algo}",
+        f"rl.seed={seed}",
+        f"rl.num_steps={steps}",
+        f"rl.prompts_per_step={int(section.rl_prompts_per_step)}",
+        f"rl.group_size={int(section.rl_group_size) if algo == 'grpo' else 1}",
+        f"rl.seq_len={int(section.rl_seq_len)}",
+        f"rl.micro_batches={int(section.rl_micro_batches)}",
+        f"rl.sampling.max_new_tokens={int(section.rl_max_new_tokens)}",
+        f"rl.sampling.temperature={float(section.rl_temperature)}",
+        f"rl.optimizer.learning_rate={float(section.rl_learning_rate)}",
+        f"rl.eval_every={steps}",
+        f"rl.checkpoint_every={max(1, steps // 2)}",
+        f"data.synthetic.num_train={int(section.rl_train_conversations)}",
+        f"data.max_questions={int(section.max_questions)}",
+    )
+
+
+def memory_r1_stages(section, model_source: str, seeds: tuple[int, ...]) -> list[Stage]:
+    data = Stage(
+        "mr1_data",
+        DATA_CONFIG,
+        (
+            "roles=facts,manager,answer",
+            f"synthetic.num_conversations={int(section.teacher_conversations)}",
+            f"answer_data={section.answer_data}",
+            f"locomo.path={section.locomo}",
+        ),
+    )
+    sft_overrides = _sft_overrides(section, "mr1_data", "facts,manager,answer", model_source)
+    stages = [data, Stage("mr1_sft", SFT_CONFIG, sft_overrides, report="sft")]
+    stages.append(_mr1_eval("mr1_eval_base", "base", section, f"model.source={model_source}"))
+    stages.append(_mr1_eval("mr1_eval_sft", "Memory-SFT", section, "model.source={mr1_sft}"))
+    for algo in _names(section.algos):
+        for seed in seeds:
+            stages += _mr1_rl_stages(section, algo, seed, ablation=seed == seeds[0])
+    return stages
+
+
+def _mr1_rl_stages(section, algo: str, seed: int, *, ablation: bool) -> list[Stage]:
+    """The alternating schedule for one algorithm and seed, and its evaluations."""
+    tag, name = f"{algo}_s{seed}", f"Memory-R1-{algo.upper()} (seed {seed})"
+    manager, answer = f"mr1_{tag}_manager", f"mr1_{tag}_answer"
+    rl = _mr1_rl(section, algo, seed)
+    sft_model = "model.source={mr1_sft}"
+    trained_manager = f"manager.trained={{{manager}}}/policy"
+    trained_answer = f"answer.trained={{{answer}}}/policy"
+    stages = [
+        Stage(manager, MEMORY_R1_CONFIG, ("job=memory_r1.train_manager", *rl), "rl_curve"),
+        Stage(
+            answer,
+            MEMORY_R1_CONFIG,
+            ("job=memory_r1.train_answer", trained_manager, *rl),
+            "rl_curve",
+        ),
+        _mr1_eval(
+            f"mr1_eval_{tag}_manager",
+            f"{name}: manager, SFT answer agent",
+            section,
+            sft_model,
+            trained_manager,
+        ),
+        _mr1_eval(f"mr1_eval_{tag}", name, section, sft_model, trained_manager, trained_answer),
+    ]
+    if ablation and bool(section.no_distill_ablation):
+        stages.append(
+            _mr1_eval(
+                f"mr1_eval_{tag}_no_distill",
+                f"{name} w/o distillation",
+                section,
+                sft_model,
+                trained_manager,
+                trained_answer,
+                "answer_agent.distill=False",
+            )
+        )
+    return stages
+
+
+def _names(value) -> list[str]:
+    return [v.strip() for v in str(value).split(",") if v.strip()]
+
+
+__all__ = ["memsearcher_stages", "memory_r1_stages"]

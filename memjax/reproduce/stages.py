@@ -1,0 +1,158 @@
+"""One stage of a reproduction: a memjax job run by the launcher in a workdir of its own.
+
+    stage = Stage("ms_sft", "configs/sft_cpu.py", ("data.train={ms_data}/trajectories.jsonl",))
+    runner = StageRunner(root)          # stage workdirs are root/<name>
+    runner.run(stage)                   # skipped when root/ms_sft/stage.json says it finished
+
+A stage runs as its own process (`python -m memjax.launch`), so each job starts from a clean
+JAX runtime and frees its memory when it ends, and a stage that dies takes nothing else with
+it. `{name}` in an override is that stage's workdir. A stage that finished leaves
+`stage.json` (its command and wall time, written atomically); a rerun skips it when the
+command is the same and refuses, in one line, when the workdir holds a run of another command.
+A stage that was stopped resumes: the jobs themselves continue from their checkpoints and
+cached artefacts in the workdir.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import runpy
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from memjax.errors import UserError
+from memjax.fingerprint import text_sha256
+from memjax.memory.atomic import atomic_write_text
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DONE_FILE = "stage.json"
+LOG_FILE = "stage.log"
+
+
+class StageError(UserError):
+    """A stage failed, or its workdir holds another command's run."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    name: str  # also its workdir's name under the reproduction's root
+    config: str  # a config file, relative to the repository root
+    overrides: tuple[str, ...] = ()  # "a.b=value"; "{other_stage}" is that stage's workdir
+    report: str = ""  # what its outputs are read as (memjax.reproduce.tables), "" for nothing
+    label: str = ""  # its row in the tables ("Memory-SFT"); the name when empty
+
+
+class StageRunner:
+    def __init__(self, root: str | Path, *, python: str = sys.executable, echo=print):
+        self.root = Path(root)
+        self.python = python
+        self.echo = echo
+
+    def workdir(self, name: str) -> Path:
+        return self.root / name
+
+    def command(self, stage: Stage) -> list[str]:
+        """The launcher's argv (without the interpreter) with every `{stage}` resolved."""
+        args = [f"--config={REPO_ROOT / stage.config}", f"--workdir={self.workdir(stage.name)}"]
+        args += [f"--config.{self._resolve(o)}" for o in stage.overrides]
+        return ["-m", "memjax.launch", *args]
+
+    def _resolve(self, override: str) -> str:
+        class Workdirs(dict):
+            def __missing__(inner, key):  # noqa: N805 - the format map, not the runner
+                return str(self.workdir(key))
+
+        return override.format_map(Workdirs())
+
+    def check(self, stage: Stage) -> None:
+        """Every override names a field of the stage's config file (before anything runs, so
+        a misspelt field fails the reproduction at its start, not hours in)."""
+        config = _load_config(REPO_ROOT / stage.config)
+        for override in stage.overrides:
+            path = override.split("=", 1)[0].split(".")
+            node = config
+            for depth, key in enumerate(path):
+                if not hasattr(node, "keys") or key not in node:
+                    where = ".".join(path[:depth]) or stage.config
+                    raise StageError(
+                        f"stage {stage.name}: {stage.config} has no field "
+                        f"{'.'.join(path)!r} ({where} has no {key!r})"
+                    )
+                node = node[key]
+
+    def finished(self, stage: Stage) -> dict | None:
+        """The stage's record when it finished with this command; None when it has not run
+        (or stopped part-way). A finished run of another command is refused."""
+        done = self.workdir(stage.name) / DONE_FILE
+        if not done.exists():
+            return None
+        record = json.loads(done.read_text())
+        if record.get("stage_sha256") != _stage_sha256(stage):
+            raise StageError(
+                f"{done}: stage {stage.name} finished with another command "
+                f"({' '.join(record.get('command', []))}); remove {done.parent} to rerun it"
+            )
+        return record
+
+    def run(self, stage: Stage) -> dict:
+        """Runs the stage unless it finished; returns its record (command, wall time)."""
+        record = self.finished(stage)
+        if record is not None:
+            self.echo(f"{stage.name}: finished earlier ({record['wall_s']:.0f} s), skipped")
+            return record
+        workdir = self.workdir(stage.name)
+        workdir.mkdir(parents=True, exist_ok=True)
+        command = self.command(stage)
+        self.echo(f"{stage.name}: running, log in {workdir / LOG_FILE}")
+        start = time.perf_counter()
+        with open(workdir / LOG_FILE, "a") as log:
+            log.write(f"\n$ python {' '.join(command)}\n")
+            log.flush()
+            code = subprocess.call(
+                [self.python, *command],
+                cwd=REPO_ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        wall_s = time.perf_counter() - start
+        if code != 0:
+            raise StageError(
+                f"stage {stage.name} exited with status {code} after {wall_s:.0f} s: "
+                f"{_last_line(workdir / LOG_FILE)} (log: {workdir / LOG_FILE})"
+            )
+        record = {
+            "stage": stage.name,
+            "command": command,
+            "stage_sha256": _stage_sha256(stage),
+            "wall_s": wall_s,
+        }
+        atomic_write_text(workdir / DONE_FILE, json.dumps(record, indent=1))
+        self.echo(f"{stage.name}: done in {wall_s:.0f} s")
+        return record
+
+
+def _load_config(path: Path):
+    if path not in _CONFIGS:
+        _CONFIGS[path] = runpy.run_path(str(path))["get_config"]()
+    return _CONFIGS[path]
+
+
+_CONFIGS: dict[Path, object] = {}
+
+
+def _stage_sha256(stage: Stage) -> str:
+    """What the stage runs, independent of where the repository and the root are."""
+    return text_sha256({"config": stage.config, "overrides": list(stage.overrides)})
+
+
+def _last_line(log: Path) -> str:
+    lines = [line.strip() for line in log.read_text(errors="replace").splitlines()]
+    return next((line for line in reversed(lines) if line), "(empty log)")[-300:]
+
+
+__all__ = ["Stage", "StageRunner", "StageError", "REPO_ROOT", "DONE_FILE", "LOG_FILE"]

@@ -1,0 +1,107 @@
+"""The stage runner with a stand-in interpreter (a shell script that records its arguments and
+fails on demand): what runs, what is skipped, what is refused, what a failure says; and the
+reproduction's plan against the real config files (every override names a real field)."""
+
+import json
+import runpy
+import stat
+
+import pytest
+
+from memjax.errors import ConfigError
+from memjax.reproduce import job
+from memjax.reproduce.stages import DONE_FILE, LOG_FILE, REPO_ROOT, Stage, StageError, StageRunner
+
+CONFIG = REPO_ROOT / "configs" / "reproduce_cpu.py"
+
+
+def _fake_python(tmp_path):
+    """Appends its argv to calls.txt; exits 3 (after a last log line) when FAIL exists."""
+    script = tmp_path / "python"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> {tmp_path}/calls.txt\n'
+        f'if [ -e {tmp_path}/FAIL ]; then echo "boom: out of cheese"; exit 3; fi\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return str(script)
+
+
+def _calls(tmp_path):
+    path = tmp_path / "calls.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_a_stage_runs_once_and_its_overrides_name_earlier_stages_workdirs(tmp_path):
+    runner = StageRunner(tmp_path / "root", python=_fake_python(tmp_path), echo=lambda _: None)
+    stage = Stage("b", "configs/sft_cpu.py", ("data.train={a}/trajectories.jsonl",))
+    runner.run(stage)
+    (call,) = _calls(tmp_path)
+    assert f"--workdir={tmp_path / 'root' / 'b'}" in call
+    assert f"--config.data.train={tmp_path / 'root' / 'a'}/trajectories.jsonl" in call
+    record = json.loads((tmp_path / "root" / "b" / DONE_FILE).read_text())
+    assert record["stage"] == "b" and record["wall_s"] >= 0
+    runner.run(stage)  # finished: skipped
+    assert len(_calls(tmp_path)) == 1
+
+
+def test_a_finished_stage_with_another_command_is_refused_in_one_line(tmp_path):
+    runner = StageRunner(tmp_path / "root", python=_fake_python(tmp_path), echo=lambda _: None)
+    runner.run(Stage("b", "configs/sft_cpu.py", ("sft.num_steps=4",)))
+    with pytest.raises(StageError, match=r"stage b finished with another command.*remove"):
+        runner.run(Stage("b", "configs/sft_cpu.py", ("sft.num_steps=8",)))
+
+
+def test_a_failed_stage_names_itself_its_status_last_line_and_log_and_reruns(tmp_path):
+    runner = StageRunner(tmp_path / "root", python=_fake_python(tmp_path), echo=lambda _: None)
+    stage = Stage("b", "configs/sft_cpu.py")
+    (tmp_path / "FAIL").touch()
+    with pytest.raises(StageError) as e:
+        runner.run(stage)
+    message = str(e.value)
+    assert "stage b exited with status 3" in message and "boom: out of cheese" in message
+    assert str(tmp_path / "root" / "b" / LOG_FILE) in message
+    assert runner.finished(stage) is None
+    (tmp_path / "FAIL").unlink()
+    runner.run(stage)  # not marked finished: runs again (the job resumes from its workdir)
+    assert len(_calls(tmp_path)) == 2 and runner.finished(stage) is not None
+
+
+def test_the_cpu_plan_names_only_real_fields_and_chains_sft_into_rl_and_eval():
+    config = runpy.run_path(str(CONFIG))["get_config"]()
+    stages = job.plan(config)
+    runner = StageRunner("/root")
+    for stage in stages:
+        runner.check(stage)
+    names = [s.name for s in stages]
+    assert len(set(names)) == len(names)
+    by_name = {s.name: s for s in stages}
+    assert "model.source={ms_sft}" in by_name["ms_grpo_s1"].overrides
+    assert "model.source={ms_grpo_s1}/policy" in by_name["ms_eval_grpo_s1"].overrides
+    assert "manager.trained={mr1_grpo_s0_manager}/policy" in by_name["mr1_grpo_s0_answer"].overrides
+    final = by_name["mr1_eval_grpo_s0"].overrides
+    assert "answer.trained={mr1_grpo_s0_answer}/policy" in final and "job=memory_r1.eval" in final
+    # Every stage that uses another stage's output comes after it.
+    for i, stage in enumerate(stages):
+        for earlier in names[i:]:
+            assert not any(f"{{{earlier}}}" in o for o in stage.overrides), (stage.name, earlier)
+
+
+def test_a_misspelt_override_fails_before_anything_runs():
+    with pytest.raises(StageError, match=r"has no field 'sft.num_stepz'"):
+        StageRunner("/root").check(Stage("x", "configs/sft_cpu.py", ("sft.num_stepz=3",)))
+
+
+def test_extra_overrides_reach_the_stages_their_glob_matches_and_bad_ones_are_named():
+    config = runpy.run_path(str(CONFIG))["get_config"]()
+    config.extra = "mr1_eval_*:answer_agent.max_new_tokens=7; ms_sft:sft.bucket=128"
+    by_name = {s.name: s for s in job.plan(config)}
+    assert by_name["mr1_eval_sft"].overrides[-1] == "answer_agent.max_new_tokens=7"
+    assert "answer_agent.max_new_tokens=7" not in by_name["mr1_sft"].overrides
+    assert by_name["ms_sft"].overrides[-1] == "sft.bucket=128"
+    config.extra = "mr1_eval_* answer_agent.max_new_tokens=7"
+    with pytest.raises(ConfigError, match="config.extra"):
+        job.plan(config)
+    config.extra, config.papers = "", "memsearcher,memory_r2"
+    with pytest.raises(ConfigError, match=r"config.papers.*memory_r2"):
+        job.plan(config)
