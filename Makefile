@@ -10,7 +10,7 @@ STAMP := $(VENV)/.memjax-installed
 VENV_TPU := .venv-tpu
 TPU_STAMP := $(VENV_TPU)/.memjax-installed
 
-.PHONY: setup setup-tpu test lint format demo bench clean
+.PHONY: setup setup-tpu test lint format demo reproduce bench clean
 
 setup: $(STAMP)
 
@@ -48,6 +48,10 @@ test: setup lint setup-tpu
 
 demo: setup
 	$(PY) -m memjax.launch --config=configs/demo.py --workdir=$${WORKDIR:-/tmp/memjax_demo}
+
+# Both papers, base -> SFT -> GRPO, on held-out data (configs/reproduce_cpu.py); resumable.
+reproduce: setup
+	$(PY) -m memjax.launch --config=configs/reproduce_cpu.py --workdir=$${WORKDIR:-/tmp/memjax_reproduce}
 
 bench: setup
 	$(PY) tools/bench_forward.py

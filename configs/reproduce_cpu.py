@@ -62,6 +62,9 @@ def get_config() -> ConfigDict:
     mr1.sft_max_per_role = 200
     mr1.sft_learning_rate = 1e-4
     mr1.algos = "grpo"  # or "grpo,ppo"
+    # Who builds the manager's training snapshots (the paper: GPT-4o-mini): "oracle", the
+    # synthetic data's ground truth; "" the policy model; or a model path.
+    mr1.snapshot_teacher = "oracle"
     mr1.rl_steps = 4
     mr1.rl_prompts_per_step = 4
     mr1.rl_group_size = 4

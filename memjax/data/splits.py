@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from memjax.data.categories import ADVERSARIAL, category_name
 from memjax.data.locomo_types import Conversation
-from memjax.data.synthetic import SyntheticConfig, generate_conversations
+from memjax.data.synthetic import SyntheticConfig, generate_conversations, generate_track_events
 
 MEMORY_R1_TRAIN_IDS: tuple[str, ...] = ("conv-26",)
 MEMORY_R1_VALIDATION_IDS: tuple[str, ...] = ("conv-30",)
@@ -155,6 +155,29 @@ def synthetic_split(cfg: SyntheticSplitConfig) -> dict[str, list[Conversation]]:
         "validation": held_out[: cfg.num_validation],
         "test": held_out[cfg.num_validation :],
     }
+
+
+def synthetic_split_events(cfg: SyntheticSplitConfig) -> dict[str, list]:
+    """conversation id -> its fact-track events, for every conversation `synthetic_split`
+    makes from the same cfg (the ground truth an oracle teacher reads)."""
+    out: dict[str, list] = {}
+    for n, seed, prefix in (
+        (cfg.num_train, cfg.train_seed, SYNTHETIC_TRAIN_PREFIX),
+        (cfg.num_validation + cfg.num_test, cfg.held_out_seed, SYNTHETIC_HELDOUT_PREFIX),
+    ):
+        if n:
+            sessions = cfg.sessions_per_conversation
+            out.update(
+                generate_track_events(
+                    SyntheticConfig(
+                        num_conversations=n,
+                        sessions_per_conversation=sessions,
+                        seed=seed,
+                        id_prefix=prefix,
+                    )
+                )
+            )
+    return out
 
 
 # ------------------------------------------------------------------ a shared QA file

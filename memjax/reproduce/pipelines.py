@@ -15,7 +15,9 @@ each evaluated.
 
 Memory-R1, the paper's alternating schedule: teachers -> one SFT model for the fact extractor,
 manager and answer agent; per seed and algorithm, the manager trained with the frozen SFT answer
-agent rewarding it, then the answer agent trained over the trained manager's banks; evaluated
+agent rewarding it (over snapshot banks a teacher built: on synthetic data by default the
+ground-truth oracle, standing in for the paper's GPT-4o-mini), then the answer agent trained
+over the trained manager's banks; evaluated
 are the base model, Memory-SFT, the trained manager with the SFT answer agent (the manager's
 own effect), both trained agents, and (optionally) both trained agents without distillation.
 """
@@ -179,8 +181,11 @@ def _mr1_rl_stages(section, algo: str, seed: int, *, ablation: bool) -> list[Sta
     sft_model = "model.source={mr1_sft}"
     trained_manager = f"manager.trained={{{manager}}}/policy"
     trained_answer = f"answer.trained={{{answer}}}/policy"
+    teacher = str(section.snapshot_teacher)
+    snapshots = (f"teacher.source={teacher}", f"teacher.name={teacher}") if teacher else ()
+    manager_job = ("job=memory_r1.train_manager", *snapshots, *rl)
     stages = [
-        Stage(manager, MEMORY_R1_CONFIG, ("job=memory_r1.train_manager", *rl), "rl_curve"),
+        Stage(manager, MEMORY_R1_CONFIG, manager_job, "rl_curve"),
         Stage(
             answer,
             MEMORY_R1_CONFIG,

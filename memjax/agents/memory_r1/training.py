@@ -17,7 +17,11 @@ loads through `trained`.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
+
+import jax
+import jax.numpy as jnp
 
 from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.answer_env import AnswerEnvironment, answer_examples
@@ -28,8 +32,10 @@ from memjax.agents.memory_r1.recipe import from_paper_recipe
 from memjax.agents.memory_r1.snapshots import build_manager_examples
 from memjax.errors import ConfigError, DataError
 
+ORACLE = "oracle"  # teacher.source: the synthetic data's ground truth builds the snapshots
 
-def _run_trainer(config, workdir: Path, env, model, train_examples, eval_examples):
+
+def _run_trainer(config, workdir: Path, env, model, train_examples, eval_examples, params=None):
     from memjax.checkpoints.decoder_io import export_hf_decoder
     from memjax.rl.trainer import summary_line, train
 
@@ -40,7 +46,7 @@ def _run_trainer(config, workdir: Path, env, model, train_examples, eval_example
         workdir,
         path="config.rl",
         env=env,
-        params=model.params,
+        params=model.params if params is None else params,
         cfg=model.cfg,
         train_examples=train_examples,
         eval_examples=eval_examples,
@@ -84,28 +90,69 @@ def answer_training_examples(config, workdir: Path, split: str):
 
 
 def manager_training_examples(config, workdir: Path, split: str, embedder):
+    """One example per (question, evidence turn): the bank a teacher built over the turns
+    before it (the snapshot), and the turn's facts. The teacher is a model (`teacher.source`,
+    the policy's by default) or, with `teacher.source=oracle` on synthetic data, the data's
+    ground truth: each turn's true facts and the operations they call for (a perfect stand-in
+    for the paper's GPT-4o-mini, where a small model would build noise)."""
     conversations = S.select_conversations(S.load_conversations(config.data), config.data, split)
-    c = config.construction
-    facts = S.policy_for(config, "teacher", c.fact_max_new_tokens, c.batch_size, "teacher_facts")
-    manager = S.policy_for(
-        config, "teacher", c.manager_max_new_tokens, c.batch_size, "teacher_manager"
-    )
-    items = [(conv.sample_id, q) for conv in conversations for q in S.questions(conv, config.data)]
-    examples, stats = build_manager_examples(
-        conversations,
-        items,
-        facts,
-        manager,
-        embedder,
-        config.snapshots.cache_dir or workdir / "snapshots",
-        teacher=config.teacher.name,
-        window=int(config.snapshots.window),
-        settings=S.construction_settings(config),
-        progress=True,
-        inputs=S.bank_inputs(config, role="teacher"),
-    )
+    if str(config.teacher.source) == ORACLE:
+        groups = [[conv] for conv in conversations]  # an oracle answers for one conversation
+    else:
+        groups = [conversations]
+    examples, stats = [], Counter()
+    for group in groups:
+        facts, manager = _snapshot_teacher(config, group)
+        items = [(conv.sample_id, q) for conv in group for q in S.questions(conv, config.data)]
+        built, counts = build_manager_examples(
+            group,
+            items,
+            facts,
+            manager,
+            embedder,
+            config.snapshots.cache_dir or workdir / "snapshots",
+            teacher=config.teacher.name,
+            window=int(config.snapshots.window),
+            settings=S.construction_settings(config),
+            progress=True,
+            inputs=S.bank_inputs(config, role="teacher"),
+        )
+        examples += built
+        stats.update(counts)
     print(f"manager examples ({split}): {dict(stats)}", flush=True)
     return examples
+
+
+def _snapshot_teacher(config, conversations):
+    """(fact extractor, manager) ChatPolicies that build the snapshot banks."""
+    c = config.construction
+    if str(config.teacher.source) != ORACLE:
+        facts = S.policy_for(
+            config, "teacher", c.fact_max_new_tokens, c.batch_size, "teacher_facts"
+        )
+        manager = S.policy_for(
+            config, "teacher", c.manager_max_new_tokens, c.batch_size, "teacher_manager"
+        )
+        return facts, manager
+    if config.data.path != "synthetic":
+        raise ConfigError(
+            f"config.teacher.source={ORACLE!r}: only synthetic data (config.data.path="
+            f"'synthetic') carries the facts and operations an oracle reads; got "
+            f"{config.data.path!r}"
+        )
+    from memjax.agents.memory_r1.construction import conversation_stream
+    from memjax.data.splits import synthetic_split_events
+    from memjax.sft.teachers.memory_oracles import FactOracle, ManagerOracle
+
+    (conv,) = conversations
+    events = synthetic_split_events(S.synthetic_config(config.data))[conv.sample_id]
+    stream, context = conversation_stream(conv), int(c.fact_context_turns)
+    # A snapshot replays only the turns of its window, so the window's first turns are asked
+    # with fewer preceding turns than the whole stream gives them: the oracle knows those
+    # prompts too (each turn with 0..context-1 turns before it).
+    streams = [stream] + [stream[j : j + context] for j in range(len(stream))]
+    facts = FactOracle(streams, [events] * len(streams), context)
+    return facts, ManagerOracle(events)
 
 
 def train_answer_job(config, workdir) -> None:
@@ -131,6 +178,10 @@ def train_manager_job(config, workdir) -> None:
     a = config.answer_agent
     answerer = S.policy_for(config, "answer", a.max_new_tokens, a.batch_size, "frozen_answer")
     model = load_agent_model(S.agent_spec(config, "manager"))
+    # The trainer donates its parameters' buffers each step; when the frozen answer agent is
+    # the same model (loaded once, cached), it must keep weights of its own.
+    frozen = load_agent_model(S.agent_spec(config, "answer"))
+    params = jax.tree.map(jnp.copy, model.params) if frozen is model else model.params
     settings = ManagerSettings(
         related_k=int(config.construction.related_k),
         answer_k=int(a.k_per_speaker),
@@ -138,4 +189,4 @@ def train_manager_job(config, workdir) -> None:
         templates=S.prompt_templates(config),
     )
     env = ManagerEnvironment(model.tokenizer, embedder, answerer, settings)
-    _run_trainer(config, workdir, env, model, train_examples, eval_examples)
+    _run_trainer(config, workdir, env, model, train_examples, eval_examples, params=params)
