@@ -43,8 +43,13 @@ format: setup
 	$(VENV)/bin/ruff format memjax tests tools configs launch
 	$(VENV)/bin/ruff check --fix memjax tests tools configs launch
 
+# Two workers: most tests are bound by XLA's (single-threaded) compiles, so two run in about
+# the time of one. A file's tests stay in one worker (its module fixtures are built once, and
+# the libtpu tests, all in tests/scale/test_aot_check.py, never run beside each other: libtpu
+# holds a machine-wide lock). TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
 test: setup lint setup-tpu
-	$(PY) -m pytest -q -rs --durations=15 tests
+	$(PY) -m pytest -q -rs --durations=15 -n $(TEST_WORKERS) --dist loadfile tests
 
 demo: setup
 	$(PY) -m memjax.launch --config=configs/demo.py --workdir=$${WORKDIR:-/tmp/memjax_demo}
