@@ -55,6 +55,11 @@ def memory_r1_row(label: str, stage_dir: Path) -> dict:
         for m in (*MEM0_METRICS, "official_f1")
     }
     construction = mem0["counters"].get("construction", {})
+    # A judge that calls an answer the agent never wrote correct is not judging: counted so
+    # the table can say how far its J is to be trusted.
+    judged_empty = [
+        p["scores"]["j"] for p in predictions if p["answer"] is None and "j" in p["scores"]
+    ]
     return {
         "label": label,
         "stage": stage_dir.name,
@@ -69,6 +74,7 @@ def memory_r1_row(label: str, stage_dir: Path) -> dict:
             construction.get("manager_turns", 0),
         ],
         "mean_memory_tokens": mem0.get("mean_memory_tokens", 0.0),
+        "judge_on_no_answer": [int(sum(judged_empty)), len(judged_empty)],
     }
 
 
@@ -94,6 +100,8 @@ def memory_r1_markdown(rows: list[dict], judge: str) -> str:
         lines.append(f"| {row['label']} | {counts} | {row['rejected']} | {well}/{turns} |")
     lines += ["", "| method | memory tokens per conversation |", "|---|---:|"]
     lines += [f"| {r['label']} | {r['mean_memory_tokens']:.0f} |" for r in rows]
+    lines += ["", "| method | judged correct with no answer written |", "|---|---:|"]
+    lines += [f"| {r['label']} | {'/'.join(map(str, r['judge_on_no_answer']))} |" for r in rows]
     split = rows[0]["split"] if rows else {}
     lines += ["", f"Scores in %. J: judged by {judge}. Split: {_split(split)}."]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,76 @@
+"""The reproduction's tables from stage reports written here: per-question standard errors,
+both protocols, operation counts, a judge that calls unwritten answers correct, and the
+MemSearcher rows with EM/F1 recomputed from the predictions and tokens per turn."""
+
+import json
+import math
+
+import pytest
+
+from memjax.reproduce import tables as T
+
+SPLIT = {"name": "test", "sizes": {"test": 4, "scored": 4}, "how": "synthetic held-out seed 1"}
+
+
+def _mr1_stage(d):
+    d.mkdir()
+    rows = [
+        {"name": "single-hop", "category": 1, "count": 3, "means": {"f1": 0.5, "bleu1": 0.5, "j": 1, "em": 0.5}},
+        {"name": "overall", "category": None, "count": 4, "means": {"f1": 0.5, "bleu1": 0.5, "j": 1, "em": 0.5}},
+    ]  # fmt: skip
+    counters = {"construction": {"manager_op_add": 5, "manager_op_update": 2, "manager_op_none": 1,
+                "manager_rejected_unknown_id": 2, "manager_rejected_bad_json": 1,
+                "manager_turns": 9, "manager_turns_well_formed": 7}}  # fmt: skip
+    mem0 = {"split": SPLIT, "rows": rows, "counters": counters, "mean_memory_tokens": 120.0}
+    official = {"split": SPLIT, "rows": [{"name": "overall", "means": {"official_f1": 0.4}}]}
+    (d / "report_mem0.json").write_text(json.dumps(mem0))
+    (d / "report_official.json").write_text(json.dumps(official))
+    scores = [(1.0, "a"), (0.0, "b"), (1.0, "c"), (0.0, None)]
+    with open(d / "predictions.jsonl", "w") as f:
+        for em, answer in scores:
+            s = {"f1": em, "bleu1": em, "em": em, "j": 1.0, "official_f1": em}
+            f.write(json.dumps({"answer": answer, "scores": s}) + "\n")
+        # category 5: the official protocol only
+        f.write(json.dumps({"answer": None, "scores": {"official_f1": 0.0}}) + "\n")
+    return d
+
+
+def test_memory_r1_row_standard_errors_counts_and_judge_check(tmp_path):
+    row = T.memory_r1_row("Memory-SFT", _mr1_stage(tmp_path / "mr1_eval_sft"))
+    em = row["overall"]["em"]
+    assert em["n"] == 4 and em["mean"] == 0.5
+    assert em["se"] == pytest.approx(math.sqrt((4 * 0.25) / 3 / 4))  # sample sd / sqrt(n)
+    assert row["overall"]["official_f1"]["n"] == 5  # category 5 counts in the official protocol
+    assert row["operations"] == {"add": 5, "update": 2, "delete": 0, "none": 1}
+    assert row["rejected"] == 3 and row["manager_turns_well_formed"] == [7, 9]
+    assert row["judge_on_no_answer"] == [1, 1]
+    md = T.memory_r1_markdown([row], "a test judge")
+    assert "| Memory-SFT | 50.0 / 50.0 / 100.0 |" in md
+    assert "judged by a test judge" in md and "synthetic held-out seed 1" in md
+    assert "| Memory-SFT | 5 | 2 | 0 | 1 | 3 | 7/9 |" in md
+
+
+def test_memsearcher_rows_recompute_em_f1_per_agent(tmp_path):
+    eval_dir = tmp_path / "ms_eval_sft" / "eval"
+    eval_dir.mkdir(parents=True)
+    split = {"name": "eval", "sizes": {"train": 8, "eval": 2}, "how": "cut by id"}
+    (eval_dir / "qa_scores.json").write_text(json.dumps({"split": split, "scores": {}}))
+    behaviour = [{"agent": "memsearcher", "format_valid": 0.5, "searched": 1.0,
+                  "searches_per_episode": 2.0}]  # fmt: skip
+    (eval_dir / "behaviour.json").write_text(json.dumps(behaviour))
+    turns = {"memsearcher": [{"turn": 1, "episodes": 2, "mean": 400.0, "peak": 410}]}
+    (eval_dir / "tokens_per_turn.json").write_text(json.dumps({"split": split, "turns": turns}))
+    rows = [
+        {"agent": "memsearcher", "answer": "Paris", "golden_answers": ["paris", "Paris, France"]},
+        {"agent": "memsearcher", "answer": None, "golden_answers": ["Lyon"]},
+        {"agent": "react", "answer": "the Lyon city", "golden_answers": ["Lyon"]},
+    ]
+    (eval_dir / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    by_agent = {r["agent"]: r for r in T.memsearcher_rows("SFT", tmp_path / "ms_eval_sft")}
+    assert by_agent["memsearcher"]["em"] == {"mean": 0.5, "se": 0.5, "n": 2}
+    # "the" is dropped by normalisation: "lyon city" against "lyon", F1 = 2 x 0.5 x 1 / 1.5
+    assert by_agent["react"]["em"]["mean"] == 0.0
+    assert by_agent["react"]["f1"]["mean"] == pytest.approx(2 / 3)
+    md = T.memsearcher_markdown(list(by_agent.values()))
+    assert "| SFT | memsearcher | 50.0 ± 50.0 |" in md and "400 / 410 (2)" in md
+    assert "eval (train 8, eval 2; cut by id)" in md
