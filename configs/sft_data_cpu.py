@@ -76,6 +76,9 @@ def get_config() -> ConfigDict:
             # The paper's training limit (5); the CPU RL config trains with 3, evaluates with 5.
             "max_turns": TRAIN_MAX_TURNS,
             "memory_cap_tokens": search.agent.memory_cap_tokens,
+            # What one call may write in configs/memsearcher_cpu.py's evaluation: a teacher's
+            # completion longer than that is one the student could never write (rejected).
+            "max_call_tokens": 256,
         }
     )
     return config

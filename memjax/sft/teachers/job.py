@@ -175,6 +175,7 @@ def _search_jobs(config, roles, teachers, tally, splits, count_tokens) -> list[T
         examples, make_retriever(setup), count_tokens, str(path),
         MemSearcherSettings(int(a.max_turns), int(a.memory_cap_tokens), search=search),
         SearchR1Settings(int(a.max_turns), int(r.default_top_n)),
+        max_call_tokens=int(a.get("max_call_tokens", 0)),
     )  # fmt: skip
     out = []
     replay = {"memsearcher": SR.replay_memsearcher, "search_r1": SR.replay_search_r1}

@@ -157,7 +157,10 @@ def replay_memsearcher(world: SearchWorld, t: Trajectory, max_calls: int = 200) 
         text = context[replies[a]]["content"]
         if not text.startswith(call.assistant_prefix):
             return Verdict(0.0, "assistant_prefix_missing")
-        _search(world, episode, ModelOutput(text[len(call.assistant_prefix) :], True))
+        completion = text[len(call.assistant_prefix) :]
+        if world.over_budget(completion):
+            return Verdict(0.0, "call_over_budget")
+        _search(world, episode, ModelOutput(completion, True))
     used = [len(r.outputs) for r in episode.contexts]
     written = [sum(m["role"] == "assistant" for m in c) for c in t.contexts]
     if used != written:
@@ -185,6 +188,8 @@ def replay_search_r1(world: SearchWorld, t: Trajectory) -> Verdict:
         prefix = "".join(m["content"] for m in turn[:i])
         if messages_key(head) != messages_key(call.messages) or prefix != call.assistant_prefix:
             return Verdict(0.0, "prompt_mismatch")
+        if world.over_budget(turn[i]["content"]):
+            return Verdict(0.0, "call_over_budget")
         _search(world, episode, ModelOutput(turn[i]["content"], True))
     if not episode.done:
         return Verdict(0.0, "trajectory_too_short")

@@ -24,6 +24,7 @@ class SearchWorld:
         data_path: str,
         memsearcher: MemSearcherSettings = MemSearcherSettings(),
         search_r1: SearchR1Settings = SearchR1Settings(),
+        max_call_tokens: int = 0,
     ):
         self.examples = {e.id: e for e in examples}
         self.retriever = retriever
@@ -31,6 +32,10 @@ class SearchWorld:
         self.data_path = str(data_path)
         self.memsearcher = memsearcher
         self.search_r1 = search_r1
+        # The most tokens (with the closing EOS) one model call may write, as the agent's
+        # sampler allows; 0: no limit. A teacher's completion over it is one the student could
+        # never write, and its trajectory is rejected.
+        self.max_call_tokens = int(max_call_tokens)
         self._searched: dict[tuple[str, int], list[Passage]] = {}
 
     def search(self, queries: list[str], k: int) -> list[list[Passage]]:
@@ -65,7 +70,18 @@ class SearchWorld:
                 "default_top_n": s.search.default_top_n,
                 "max_top_n": s.search.max_top_n,
                 "passage_separator": s.search.passage_separator,
+                "max_call_tokens": self.max_call_tokens,
             }
         if agent == "search_r1":
-            return {"max_turns": self.search_r1.max_turns, "top_k": self.search_r1.top_k}
+            r1 = self.search_r1
+            return {
+                "max_turns": r1.max_turns,
+                "top_k": r1.top_k,
+                "max_call_tokens": self.max_call_tokens,
+            }
         raise ValueError(f"no search agent {agent!r}; valid: memsearcher, search_r1")
+
+    def over_budget(self, completion: str) -> bool:
+        """Whether one call's completion (and its EOS) outgrows what the sampler lets it write."""
+        limit = self.max_call_tokens
+        return bool(limit) and self.count_tokens(completion) + 1 > limit

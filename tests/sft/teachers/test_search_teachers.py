@@ -104,3 +104,27 @@ def test_an_oracle_that_runs_out_of_turns_is_rejected(tmp_path):
     # Two supporting paragraphs need two search turns and an answer turn: never within 2.
     assert not kept
     assert tally["memsearcher"]["reject_reasons"] == {"stopped_turn_limit": len(examples)}
+
+
+def test_a_completion_longer_than_one_call_may_write_is_rejected(tmp_path):
+    world, examples = search_world(tmp_path)
+
+    def trajectories():  # the budget is a setting the trajectories carry
+        return [t for a in S.AGENTS for t in S.search_trajectories(world, a, examples, "train")]
+
+    # The fixture counts words; the longest completion, plus its EOS, must fit.
+    longest = max(
+        len(m["content"].split())
+        for t in trajectories()
+        for c in t.contexts
+        for m in c
+        if m["role"] == "assistant" and m.get("train") is not False
+    )
+    world.max_call_tokens = longest + 1
+    everything = trajectories()
+    kept, _ = _replay_all(world, everything)
+    assert len(kept) == len(everything)
+    world.max_call_tokens = longest  # the longest no longer fits with its EOS
+    kept, tally = _replay_all(world, trajectories())
+    reasons = {**tally["memsearcher"]["reject_reasons"], **tally["search_r1"]["reject_reasons"]}
+    assert len(kept) < len(everything) and set(reasons) == {"call_over_budget"}
