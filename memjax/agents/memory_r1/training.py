@@ -55,8 +55,8 @@ def _run_trainer(config, workdir: Path, env, model, train_examples, eval_example
     )
     # With its tokenizer the directory is a complete model source (`model.source=` loads it).
     export_hf_decoder(result["params"], model.cfg, workdir / "policy", tokenizer=model.tokenizer)
-    print(summary_line(result), flush=True)
     print(f"trained weights: {workdir / 'policy'}", flush=True)
+    print(summary_line(result), flush=True)  # last: the JSON line tools read
     return result
 
 

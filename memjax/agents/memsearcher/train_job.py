@@ -192,8 +192,8 @@ def train_job(config: ConfigDict, workdir: str | None) -> dict:
     )
     policy_dir = Path(workdir) / "policy"
     export_hf_decoder(result["params"], model.cfg, policy_dir, tokenizer=model.tokenizer)
-    print(summary_line(result), flush=True)
     print(f"trained weights: {policy_dir}", flush=True)
+    print(summary_line(result), flush=True)  # last: the JSON line tools read
     return result
 
 
