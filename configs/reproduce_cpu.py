@@ -21,6 +21,17 @@ HOTPOT_SAMPLE = "../shared/data/hotpotqa_dev_distractor_500.jsonl"
 LOCOMO = "../shared/data/locomo10.json"
 
 
+def _sft_fields(section: ConfigDict, *, max_seq_len: int, max_per_role: int) -> None:
+    """The SFT stage's fields (memjax.reproduce.pipelines reads them): 40 steps of 8 rows in
+    4 micro-batches at lr 1e-4, the settings of the measured cold starts."""
+    section.sft_steps = 40
+    section.sft_batch_rows = 8
+    section.sft_micro_batches = 4
+    section.sft_max_seq_len = max_seq_len
+    section.sft_max_per_role = max_per_role
+    section.sft_learning_rate = 1e-4
+
+
 def get_config() -> ConfigDict:
     c = ConfigDict()
     c.job = "reproduce.run"
@@ -36,12 +47,7 @@ def get_config() -> ConfigDict:
     ms = ConfigDict()
     ms.hotpotqa = HOTPOT_SAMPLE  # 400 train / 100 eval questions, cut by id
     ms.teacher_questions = 0  # 0: all 400 training questions
-    ms.sft_steps = 40
-    ms.sft_batch_rows = 8
-    ms.sft_micro_batches = 4
-    ms.sft_max_seq_len = 1792
-    ms.sft_max_per_role = 0
-    ms.sft_learning_rate = 1e-4
+    _sft_fields(ms, max_seq_len=1792, max_per_role=0)
     ms.grpo_steps = 4
     ms.grpo_questions_per_step = 1  # x G = 5 rollouts
     ms.grpo_train_questions = 64
@@ -55,12 +61,7 @@ def get_config() -> ConfigDict:
     mr1.teacher_conversations = 16  # synthetic, seed 1000
     mr1.answer_data = "synthetic,locomo"  # LoCoMo: conv-26, the paper's training conversation
     mr1.locomo = LOCOMO
-    mr1.sft_steps = 40
-    mr1.sft_batch_rows = 8
-    mr1.sft_micro_batches = 4
-    mr1.sft_max_seq_len = 1344
-    mr1.sft_max_per_role = 200
-    mr1.sft_learning_rate = 1e-4
+    _sft_fields(mr1, max_seq_len=1344, max_per_role=200)  # 200 per role: a balanced mix
     mr1.algos = "grpo"  # or "grpo,ppo"
     # Who builds the manager's training snapshots (the paper: GPT-4o-mini): "oracle", the
     # synthetic data's ground truth; "" the policy model; or a model path.

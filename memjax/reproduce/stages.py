@@ -16,8 +16,10 @@ cached artefacts in the workdir.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
+import re
 import runpy
 import subprocess
 import sys
@@ -62,11 +64,7 @@ class StageRunner:
         return ["-m", "memjax.launch", *args]
 
     def _resolve(self, override: str) -> str:
-        class Workdirs(dict):
-            def __missing__(inner, key):  # noqa: N805 - the format map, not the runner
-                return str(self.workdir(key))
-
-        return override.format_map(Workdirs())
+        return re.sub(r"\{(\w+)\}", lambda m: str(self.workdir(m.group(1))), override)
 
     def check(self, stage: Stage) -> None:
         """Every override names a field of the stage's config file (before anything runs, so
@@ -136,13 +134,9 @@ class StageRunner:
         return record
 
 
+@functools.cache
 def _load_config(path: Path):
-    if path not in _CONFIGS:
-        _CONFIGS[path] = runpy.run_path(str(path))["get_config"]()
-    return _CONFIGS[path]
-
-
-_CONFIGS: dict[Path, object] = {}
+    return runpy.run_path(str(path))["get_config"]()
 
 
 def _stage_sha256(stage: Stage) -> str:
