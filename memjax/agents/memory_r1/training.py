@@ -98,11 +98,12 @@ def manager_training_examples(config, workdir: Path, split: str, embedder):
     conversations = S.select_conversations(S.load_conversations(config.data), config.data, split)
     if str(config.teacher.source) == ORACLE:
         groups = [[conv] for conv in conversations]  # an oracle answers for one conversation
+        events = _oracle_events(config)
     else:
-        groups = [conversations]
+        groups, events = [conversations], None
     examples, stats = [], Counter()
     for group in groups:
-        facts, manager = _snapshot_teacher(config, group)
+        facts, manager = _snapshot_teacher(config, group, events)
         items = [(conv.sample_id, q) for conv in group for q in S.questions(conv, config.data)]
         built, counts = build_manager_examples(
             group,
@@ -123,8 +124,22 @@ def manager_training_examples(config, workdir: Path, split: str, embedder):
     return examples
 
 
-def _snapshot_teacher(config, conversations):
-    """(fact extractor, manager) ChatPolicies that build the snapshot banks."""
+def _oracle_events(config) -> dict:
+    """conversation id -> its fact-track events; refused for data that carries none."""
+    if config.data.path != "synthetic":
+        raise ConfigError(
+            f"config.teacher.source={ORACLE!r}: only synthetic data (config.data.path="
+            f"'synthetic') carries the facts and operations an oracle reads; got "
+            f"{config.data.path!r}"
+        )
+    from memjax.data.splits import synthetic_split_events
+
+    return synthetic_split_events(S.synthetic_config(config.data))
+
+
+def _snapshot_teacher(config, conversations, events=None):
+    """(fact extractor, manager) ChatPolicies that build the snapshot banks; `events` (the
+    oracle's ground truth, from `_oracle_events`) when `teacher.source=oracle`."""
     c = config.construction
     if str(config.teacher.source) != ORACLE:
         facts = S.policy_for(
@@ -134,18 +149,12 @@ def _snapshot_teacher(config, conversations):
             config, "teacher", c.manager_max_new_tokens, c.batch_size, "teacher_manager"
         )
         return facts, manager
-    if config.data.path != "synthetic":
-        raise ConfigError(
-            f"config.teacher.source={ORACLE!r}: only synthetic data (config.data.path="
-            f"'synthetic') carries the facts and operations an oracle reads; got "
-            f"{config.data.path!r}"
-        )
     from memjax.agents.memory_r1.construction import conversation_stream
-    from memjax.data.splits import synthetic_split_events
     from memjax.sft.teachers.memory_oracles import FactOracle, ManagerOracle
 
+    events = _oracle_events(config) if events is None else events
     (conv,) = conversations
-    events = synthetic_split_events(S.synthetic_config(config.data))[conv.sample_id]
+    events = events[conv.sample_id]
     stream, context = conversation_stream(conv), int(c.fact_context_turns)
     # A snapshot replays only the turns of its window, so the window's first turns are asked
     # with fewer preceding turns than the whole stream gives them: the oracle knows those
