@@ -13,10 +13,12 @@ per-round ratios and their spread (min, max) are reported, with the load average
 after. ms/step is a whole call (prefill included) over its new tokens.
 
 The floor of a decode step is reading every weight once: weight bytes / the bandwidth of a
-large JAX reduction measured in the same run. The workload is 8 prompts x 4 samples at
-temperature 1 with the real EOS (questions asking for one word up to a long story, so rows stop
-from a few tokens to the budget), static batch vs compaction; useful tokens/s counts only the
-tokens rows produced. The last line is one JSON object.
+large JAX reduction measured in the same run. `gemm_ms` is the step's GEMMs alone (every weight
+matrix times a [batch, Din] activation in one program): at a few rows on a small CPU the GEMM
+kernels, not the bandwidth, bound a step, and `over_gemms` is the step's distance from them.
+The workload is 8 prompts x 4 samples at temperature 1 with the real EOS (questions asking for
+one word up to a long story, so rows stop from a few tokens to the budget), static batch vs
+compaction; useful tokens/s counts only the tokens rows produced. The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -96,6 +98,37 @@ def read_bandwidth(megabytes: int = 512, repeats: int = 5) -> float:
     return x.nbytes / best
 
 
+def gemm_step_ms(params, batch: int, repeats: int = 10) -> float:
+    """ms for a decode step's GEMMs alone: every weight matrix of `params` (prepared, per-layer)
+    times a [batch, Din] activation, the unembedding included, in one jitted program (the best
+    of `repeats`). At a few rows this, not the weight-read floor, bounds a step on this CPU:
+    small-M GEMMs stream weights far below the memory bandwidth."""
+    mats = [
+        a.reshape(a.shape[0], -1) if name != "o" else a.reshape(-1, a.shape[-1])
+        for layer in params["layers"]
+        for name, a in layer.items()
+        if name in ("q", "k", "v", "o", "gate", "up", "down")
+    ]
+    table = params["embed"]  # [V, D]: the tied unembedding, contracted as stored
+
+    def step(mats, table):
+        total = jnp.float32(0)
+        for w in mats:
+            x = jnp.ones((batch, w.shape[0]), w.dtype)
+            total += jnp.sum(jnp.dot(x, w, preferred_element_type=jnp.float32))
+        x = jnp.ones((batch, table.shape[1]), table.dtype)
+        return total + jnp.sum(jnp.einsum("bd,vd->bv", x, table))
+
+    run = jax.jit(step)
+    run(mats, table).block_until_ready()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        run(mats, table).block_until_ready()
+        best = min(best, time.perf_counter() - t0)
+    return 1e3 * best
+
+
 def weight_bytes(params) -> int:
     """Bytes a decode step reads: every weight once (a tied embedding serves the logits; the
     lookup reads only a row per token)."""
@@ -148,7 +181,9 @@ def bench_batch(model, variants, hf, batch, new_tokens, pairs) -> dict:
     contenders = {"hf": hf_call(hf, prompts, model.tokenizer.pad_id, new_tokens)}
     compile_s = {}
     for name, (params, dtype) in variants.items():
-        sampling = SamplingParams(max_new_tokens=new_tokens, greedy=True, weight_dtype=dtype)
+        sampling = SamplingParams(
+            max_new_tokens=new_tokens, greedy=True, weight_dtype=dtype, compaction=False
+        )
         run = memjax_call(params, model.cfg, prompts, sampling, eos_ids=[])
         t0 = time.perf_counter()
         out = run()  # compiles
@@ -249,6 +284,10 @@ def main(argv=None) -> dict:
     for batch in [int(b) for b in args.batches.split(",") if b.strip()]:
         row = bench_batch(model, variants, hf, batch, args.new_tokens, args.pairs)
         row["over_floor"] = {n: round(row["ms_per_step"][n] / floors[n], 2) for n in variants}
+        row["gemm_ms"] = {n: round(gemm_step_ms(p, batch), 1) for n, (p, _) in variants.items()}
+        row["over_gemms"] = {
+            n: round(row["ms_per_step"][n] / row["gemm_ms"][n], 2) for n in variants
+        }
         results[str(batch)] = row
         print(f"batch {batch}: {json.dumps(row)}", flush=True)
     workload = None

@@ -28,7 +28,7 @@ from memjax.parallel import SAMPLING_RULES, named_sharding, normalize_rules
 from memjax.sampling import loop, weights
 from memjax.sampling.context import check_continuation, fit_prompts
 from memjax.sampling.padding import bucket_length, cache_length, left_pad, positions_after
-from memjax.sampling.sampling_params import SamplingParams
+from memjax.sampling.sampling_params import SamplingParams, compacts
 from memjax.sampling.stops import first_stop_string_end, stop_sequences
 
 REASONS = {loop.RUNNING: "max_tokens", loop.EOS: "eos", loop.STOP_STRING: "stop_string"}
@@ -195,7 +195,7 @@ def _run(state: SampleState, chunks, starts, sampling, rng, group_size):
         cfg=state.cfg,
         sampling=sampling.token_choice(),
         pad_id=state.pad_id,
-        compaction=sampling.compaction and state.mesh is None,
+        compaction=compacts(sampling, jax.default_backend(), state.mesh is not None),
         min_batch=weights.min_batch(state.params),
         mesh=state.mesh,
         rules=rules,

@@ -10,10 +10,13 @@ accumulates in f32).
 In XLA's CPU backend (jax 0.10, AVX2 without native bf16) a bf16 x bf16 -> f32 product of two
 or more rows runs as one YNNPACK GEMM over the stored bf16 weights, but a one-row product is
 rewritten into a convert of the whole weight to f32 and an f32 GEMV (seen in the optimized
-HLO). Measured with tools/bench_sampling.py on the 2-core CPU (loaded), bf16 weights decoded
-SmolLM2 at batch 8 at 0.75x the speed of f32 (median of alternated pairs), so they are an
-option ("bfloat16"), not the default. With them, one row would take the convert path, so a
-compacting bf16 batch stops shrinking at two rows (`min_batch`).
+HLO). Measured with tools/bench_sampling.py on the 2-core CPU, bf16 weights decoded SmolLM2 no
+faster than f32: 0.75x at batch 8 on a loaded machine; on a quiet one (load 1-2) 0.96x at
+batch 1 and 1.01x at batch 8 (medians of alternated pairs). A step there is bound by the small-M
+GEMM kernels, not by the bytes read (f32 at batch 8: 127 ms a step against a 17.5 ms read floor
+at 30.8 GB/s), so halving the bytes does not help. They are an option ("bfloat16"), not the
+default. With them, one row would take the convert path, so a compacting bf16 batch stops
+shrinking at two rows (`min_batch`).
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def test_sampling_params_from_config_sections():
     )
     assert not sampled.greedy and (sampled.top_p, sampled.top_k) == (0.99, 10000)
     # The sampler's run options come from the same section; unset ones keep the defaults.
-    assert (sampled.weight_dtype, sampled.compaction) == ("auto", False)
+    assert (sampled.weight_dtype, sampled.compaction) == ("auto", None)  # None: by backend
     run = sampling_params(
         {
             "max_tokens_per_call": 9,

@@ -10,6 +10,7 @@ import pytest
 
 from memjax.sampling import SamplingParams, continue_, sample
 from memjax.sampling.compaction import batch_bucket, smaller_bucket
+from memjax.sampling.sampling_params import compacts
 from tests.sampling.tiny import tiny_model
 
 PROMPTS = [[5, 9, 2, 33, 17], [7, 1], [11, 12, 13, 14, 15, 16], [40, 41, 42]]
@@ -95,3 +96,20 @@ def test_buckets():
     assert [batch_bucket(n) for n in (1, 2, 3, 5, 8, 9)] == [1, 2, 4, 8, 8, 16]
     assert [smaller_bucket(n) for n in (1, 2, 3, 8, 12, 32)] == [0, 1, 2, 4, 8, 16]
     assert smaller_bucket(2, minimum=2) == 0 and batch_bucket(1, minimum=2) == 2
+
+
+def test_compaction_is_on_by_default_only_for_an_unsharded_cpu_batch(model):
+    default = SamplingParams()
+    assert compacts(default, "cpu", sharded=False)
+    assert not compacts(default, "cpu", sharded=True)
+    assert not compacts(default, "gpu", sharded=False) and not compacts(default, "tpu", False)
+    off, on = SamplingParams(compaction=False), SamplingParams(compaction=True)
+    assert not compacts(off, "cpu", False) and compacts(on, "gpu", False)
+    assert not compacts(on, "gpu", sharded=True)  # a sharded batch never shrinks
+
+    # Through the sampler: a default greedy call on this CPU shrinks its batch as rows stop.
+    params, cfg = model
+    greedy = SamplingParams(max_new_tokens=12, greedy=True, weight_dtype="stored")
+    free = sample(params, cfg, PROMPTS, greedy, 0, eos_ids=[])
+    out = sample(params, cfg, PROMPTS, greedy, 0, eos_ids=_spread_eos(free.tokens))
+    assert jax.default_backend() == "cpu" and len(out.batch_sizes) >= 2, out.batch_sizes

@@ -40,7 +40,8 @@ def test_grpo_qwen3b_compiles_for_a_v5p_slice_and_matches_the_planner():
     if missing:
         pytest.skip(f"TPU ahead-of-time compile not run: {missing}")
     env = {**os.environ, "PYTHONPATH": str(REPO), "TPU_SKIP_MDS_QUERY": "1"}
-    for name in ("XLA_FLAGS", "JAX_PLATFORMS"):  # no fake CPU devices, no CPU-only JAX
+    # No fake CPU devices, no CPU-only JAX, and no CPU compile cache for the TPU compiler.
+    for name in ("XLA_FLAGS", "JAX_PLATFORMS", "JAX_COMPILATION_CACHE_DIR"):
         env.pop(name, None)
     cmd = [
         str(TPU_PYTHON),
