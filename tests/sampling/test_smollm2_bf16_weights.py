@@ -14,11 +14,15 @@ from memjax.sampling.weights import cast_matrices
 from tools.bench_sampling import QUESTIONS
 
 NEW = 32
-# A flip is allowed only where f32's top-2 margin is at most MARGIN. Measured on these prompts
-# (8 rows x 32 steps): 5 teacher-forced flips, at margins 0.022-0.027 and one at 0.0526; the
-# free-running paths leave f32's twice (margins 0.022, 0.0526), 248/256 tokens agree; log-prob
-# gap to the f32 forward max 0.051, mean 0.0071.
-MARGIN = 0.06
+# A flip is allowed only where f32's top-2 margin is at most MARGIN: bf16 flips a choice only
+# where its error in the top-2 gap exceeds f32's margin, and its per-token log-prob error
+# (below, up to ~0.057) can reach ~0.1 in a gap. Measured on these prompts (8 rows x 32 steps)
+# on two CPUs. AVX2: teacher-forced flips at margins 0.022-0.027 and one at 0.0526, free-run
+# divergences at 0.022 and 0.0526, 248/256 tokens agree, log-prob gap max 0.051, mean 0.0071.
+# AVX-512/AMX with native bf16: flips at 0.0267 and 0.0526, free-run divergences at 0.0234 and
+# 0.088 (where the forward agreed: the decode path rounds differently), 209/256 agree, gap max
+# 0.0565, mean 0.0082.
+MARGIN = 0.1
 LOGPROB_TOL = 0.1
 LOGPROB_MEAN_TOL = 0.02
 

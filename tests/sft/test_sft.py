@@ -124,11 +124,13 @@ def test_bad_trajectory_lines_name_file_line_and_field(tmp_path):
         read_trajectories(path)
 
 
-def _random_rows(n: int, seed: int = 0) -> list[Row]:
+def _random_rows(n: int, seed: int = 0, lengths=None) -> list[Row]:
+    """n rows of random tokens, each of a random length in [5, 30) (or drawn from `lengths`),
+    with loss on a random tail."""
     rng = np.random.default_rng(seed)
     rows = []
     for i in range(n):
-        length = int(rng.integers(5, 30))
+        length = int(rng.integers(5, 30) if lengths is None else rng.choice(lengths))
         mask = np.zeros(length, bool)
         mask[int(rng.integers(1, length - 2)) :] = True
         rows.append(Row(rng.integers(3, CFG.vocab_size, length).astype(np.int32), mask, i))
@@ -139,20 +141,24 @@ def _random_rows(n: int, seed: int = 0) -> list[Row]:
 def test_bucketed_batch_equals_one_row_at_a_time(agg_mode):
     jax.config.update("jax_default_matmul_precision", "highest")
     params = init_params(decoder.decoder_abstract(CFG), jax.random.key(0))
-    rows = _random_rows(6)
+    # Three row lengths among six rows: the bucket pads them, and the one-row reference (each
+    # row alone, no padding) compiles once per length rather than once per row.
+    rows = _random_rows(6, lengths=(9, 17, 30))
+    assert len({len(r.tokens) for r in rows}) == 3
     objective = nll_objective(CFG, agg_mode, vocab_chunk=16)
     batch = batches_lib.make_batch(rows, range(6), 0, bucket=16, max_len=64)
     den = 6.0 if agg_mode != "token-mean" else float(batch["loss_mask"].sum())
-    jb = {k: jnp.asarray(v) for k, v in batch.items()}
-    loss, grads = jax.value_and_grad(lambda p: objective(p, jb)[0] / den)(params)
+    value_and_grad = jax.jit(jax.value_and_grad(lambda p, b: objective(p, b)[0] / den))
 
-    def one_row(p, r):
-        single = batches_lib.make_batch([r], [0], 0, bucket=1, max_len=64)  # no padding at all
-        return objective(p, {k: jnp.asarray(v) for k, v in single.items()})[0]
+    def arrays(b):
+        return {k: jnp.asarray(v) for k, v in b.items()}
 
-    ref_loss, ref_grads = jax.value_and_grad(lambda p: sum(one_row(p, r) for r in rows) / den)(
-        params
-    )
+    loss, grads = value_and_grad(params, arrays(batch))
+    ref_loss, ref_grads = 0.0, jax.tree.map(jnp.zeros_like, params)
+    for r in rows:  # one row per batch: no padding at all
+        single = batches_lib.make_batch([r], [0], 0, bucket=1, max_len=64)
+        row_loss, row_grads = value_and_grad(params, arrays(single))
+        ref_loss, ref_grads = ref_loss + row_loss, jax.tree.map(jnp.add, ref_grads, row_grads)
     np.testing.assert_allclose(loss, ref_loss, rtol=1e-5, atol=1e-6)
     for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(ref_grads)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
