@@ -2,7 +2,6 @@
 programming error, the traceback of a user's error only with --debug or MEMJAX_DEBUG=1."""
 
 import logging as py_logging
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ from absl import flags
 from memjax import launch
 from memjax.errors import CheckpointError, ConfigError, DataError, UserError
 from memjax.log_filter import LibraryFilter
+from tests.launcher_env import user_env
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -88,7 +88,7 @@ def test_library_filter_keeps_memjax_and_library_warnings():
 
 
 def _launch(*args, env_extra=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XLA_", "JAX_", "MEMJAX_"))}
+    env = user_env()
     env.update(env_extra or {})
     cmd = [sys.executable, "-m", "memjax.launch", *args]
     return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)

@@ -3,7 +3,6 @@ checkpoints hold only adapters and optimizer state (and the base's pointer), and
 resumes to bit-identical adapters; a resume onto another base is refused."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from memjax.errors import CheckpointError
 from memjax.models.decoder import decoder_abstract
 from memjax.models.params import flatten_with_names, init_params
 from memjax.rl import toy, trainer
+from tests.launcher_env import user_env
 from tests.rl.test_trainer import _config, scripted_generate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _launch(workdir: Path, *overrides: str) -> dict:
     # The launcher's own environment: one CPU device, as a user's run (not the tests' eight).
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XLA_", "JAX_"))}
+    env = user_env(drop=("XLA_", "JAX_"))
     cmd = [sys.executable, "-m", "memjax.launch", "--config=configs/toy_grpo.py"]
     # A base sharp enough to express the solution (memjax.rl.toy.toy_params), as a pretrained
     # one is; the adapters alone then have to find it.

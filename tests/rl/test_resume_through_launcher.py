@@ -8,7 +8,6 @@ parameters of an uninterrupted run; nowhere may orbax's INFO chatter or a traceb
 A restart with another model shape is refused in one line naming the leaf.
 """
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import orbax.checkpoint as ocp
 import pytest
+
+from tests.launcher_env import user_env
 
 REPO = Path(__file__).resolve().parents[2]
 NUM_STEPS = 5
@@ -36,7 +37,7 @@ ORBAX_INFO = ("checkpoint_manager.py", "CheckpointManagerOptions", "composite_ch
 
 def _launch(workdir, *extra):
     # The launcher's own environment: one CPU device, as a user's run (not the tests' eight).
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XLA_", "JAX_", "MEMJAX_"))}
+    env = user_env()
     cmd = [sys.executable, "-m", "memjax.launch", *SMALL, f"--workdir={workdir}", *extra]
     return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
 

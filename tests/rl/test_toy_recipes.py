@@ -2,12 +2,13 @@
 checkpoints, TensorBoard and reward plot, with the mean reward rising above 0.8 (issue 4)."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.launcher_env import user_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -16,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("recipe", ["toy_grpo", "toy_ppo"])
 def test_toy_recipe_learns_through_the_launcher(tmp_path, recipe):
     # The launcher's own environment: one CPU device, as a user's run (not the tests' eight).
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("XLA_", "JAX_"))}
+    env = user_env(drop=("XLA_", "JAX_"))
     cmd = [
         sys.executable,
         "-m",
