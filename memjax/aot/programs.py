@@ -55,6 +55,9 @@ class JobShape:
     loss_section: dict
     optimizer_section: dict
     critic_optimizer_section: dict
+    # Whether the train steps donate their state (the trainer's default). Not donating, the new
+    # state gets buffers of its own; the planner's train-phase figures model the donated step.
+    donate_state: bool = True
 
     @property
     def cfg(self) -> DecoderConfig:
@@ -268,22 +271,30 @@ def _policy_train_step(t: _Target) -> Program:
         mesh=t.mesh,
         rules=t.train_rules,
         state_shardings=shardings,
+        donate=job.donate_state,
     )
     return Program(
         "policy_train_step",
         step._jitted(batch),  # the step's own jit: in/out shardings, donation
         (state, batch, None),  # no frozen tree: full fine-tuning
         {},
-        {
-            "arguments": t.state_bytes,
-            "temporaries": t.parts["gradients"] + _activations(t.parts),
-        },
+        _step_planner(job, t.state_bytes, t.parts["gradients"] + _activations(t.parts)),
         t.persistent - t.state_bytes,
         t.train_flops,
         t.train_flops + t.remat_flops,
         t.train_traffic,
         params=t.policy_abstract,
     )
+
+
+def _step_planner(job: JobShape, state_bytes: int, temporaries: int) -> dict:
+    """The planner's figures for a train step. It models the donated step (the new state
+    written over the old, the update's temporaries counted); a step that does not donate has
+    only its arguments checked: the compiler then keeps its scratch partly in the new state's
+    own, not yet written, buffers, so outputs and temporaries split differently."""
+    if not job.donate_state:
+        return {"arguments": state_bytes, "outputs": state_bytes}
+    return {"arguments": state_bytes, "temporaries": temporaries}
 
 
 def _critic_train_step(t: _Target) -> Program:
@@ -306,17 +317,16 @@ def _critic_train_step(t: _Target) -> Program:
         mesh=t.mesh,
         rules=t.train_rules,
         state_shardings=shardings,
+        donate=job.donate_state,
     )
     critic_state = t.parts["critic weights + AdamW"]
+    temporaries = t.parts["gradients"] + _activations(t.parts, logits=False)
     return Program(
         "critic_train_step",
         step._jitted(batch),
         (state, batch, None),
         {},
-        {
-            "arguments": critic_state,
-            "temporaries": t.parts["gradients"] + _activations(t.parts, logits=False),
-        },
+        _step_planner(job, critic_state, temporaries),
         t.persistent - critic_state,
         t.train_flops,
         t.train_flops + t.remat_flops,

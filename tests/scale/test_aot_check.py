@@ -129,6 +129,17 @@ def test_a_slice_the_compiler_rejects_is_rejected_by_the_planner_and_its_fix_com
     assert fixed["fits"], (steps, fixed["resident_bytes"], fixed["usable_bytes"])
 
 
+def test_a_step_that_does_not_donate_writes_its_new_state_apart():
+    donated = _compile_train_step(_small_job(devices=2))
+    apart = _compile_train_step(dataclasses.replace(_small_job(devices=2), donate_state=False))
+    assert donated["alias_bytes"] > 0.99 * donated["output_bytes"]  # all but the metrics
+    assert apart["alias_bytes"] == 0
+    # The new state's buffers are the planner's state, and only what it models is compared.
+    assert abs(apart["planner_gap"]["outputs"]) < 0.05, apart["planner_gap"]
+    assert apart["planner_gap"]["temporaries"] is None and apart["planner_off"] == []
+    assert apart["footprint_bytes"] >= apart["argument_bytes"] + apart["output_bytes"]
+
+
 @pytest.mark.parametrize("algorithm", ["grpo", "ppo"])
 def test_every_program_of_a_job_lowers_on_cpu_devices(algorithm):
     from memjax.aot import programs, targets
