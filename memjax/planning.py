@@ -32,9 +32,14 @@ with the mesh's axis sizes, exactly as the train step and sampler place them):
                  weights one layer's fsdp-gathered weights (and their gradient) in compute dtype
                  logits  the vocab-chunked log-prob slab [b, T, chunk] f32 (x3: logits, exp,
                          gradient) and the gathered unembedding with its gradient
-               the update's temporaries: the new weights and both new moments (param dtype),
+               where the step donates its state (CPU, GPU: `train_step.donates_state`), the
+               update's temporaries: the new weights and both new moments (param dtype),
                computed whole before the step keeps them or, on a non-finite gradient norm,
-               the old ones (`UPDATE_COPIES`; measured against the TPU compile)
+               the old ones (`UPDATE_COPIES`; measured against the TPU compile, donating);
+               where it does not (TPU), the new state in buffers of its own, which also hold
+               the layer, weights and logits working sets until the update writes them (what
+               exceeds the new state is counted): the TPU compile's outputs + temporaries
+               within 7% at 3B-14B
   log-probs    the old / reference log-prob pass over a chunk of `logprob_rows` rows (r per
                data x fsdp shard; `logprobs.make_logprob_fn` walks a step's rows in such
                chunks): one layer's forward slab [r, T, D + F/t] (plus the XLA path's f32
@@ -85,6 +90,7 @@ from memjax.parallel import (
 from memjax.rl.critic import critic_abstract
 from memjax.rl.logprobs import LOGPROB_ROWS_PER_DEVICE
 from memjax.rl.lora_state import critic_trainable_abstract
+from memjax.rl.train_step import donates_state
 from memjax.sampling.padding import bucket_length
 
 ATTN_BYTES_PER_SCORE = 6  # f32 scores + bf16 probabilities (XLA fuses the softmax; TPU compile)
@@ -166,6 +172,15 @@ class Workload:
     logprob_rows: int = 0  # rows of one chunk of the old / reference log-prob pass (0: none)
     prompt_len: int = 0  # the sampler's prefill length (0: no prefill planned)
     group_size: int = 1  # rollouts per prompt: a prefill covers decode_batch / group prompts
+    donate_state: bool | None = None  # the train steps'; None: the platform's (donates_state)
+
+    @property
+    def donates(self) -> bool:
+        """Whether the train steps donate their state: as set, else as the trainer does on
+        this hardware's platform."""
+        if self.donate_state is not None:
+            return self.donate_state
+        return donates_state(self.hardware.accelerator.kind)
 
     @property
     def attention(self) -> str:
@@ -324,6 +339,20 @@ def split_params(n: int, t: int) -> int:
     return -(-n // t)
 
 
+def _update_bytes(w: Workload, parts: dict, acts: dict, trained: int) -> int:
+    """The train phase beyond the gradients: the activations and what the optimizer update
+    needs, in `parts` as they are counted. `trained`: the bytes of the trained weights (and of
+    each AdamW moment)."""
+    parts.update(acts)
+    if w.donates:
+        parts["optimizer update"] = UPDATE_COPIES * trained
+        return sum(acts.values()) + parts["optimizer update"]
+    state = 3 * trained  # weights and both moments
+    parts["new train state"] = state
+    transient = sum(acts.values()) - acts["activations: saved"]
+    return acts["activations: saved"] + state + max(0, transient - state)
+
+
 def plan(w: Workload) -> MemoryPlan:
     cfg = w.cfg
     tr, sr = normalize_rules(w.train_rules), normalize_rules(w.sampling_rules)
@@ -364,9 +393,7 @@ def plan(w: Workload) -> MemoryPlan:
 
     parts["gradients"] = max(trained, critic)
     acts = _activation_parts(w)
-    parts.update(acts)
-    parts["optimizer update"] = UPDATE_COPIES * max(trained, critic)
-    train = parts["gradients"] + sum(acts.values()) + parts["optimizer update"]
+    train = parts["gradients"] + _update_bytes(w, parts, acts, max(trained, critic))
     logprobs = _logprob_pass(w)
     if logprobs:
         parts["log-prob pass (a chunk)"] = logprobs

@@ -4,7 +4,7 @@
     python tools/aot_check.py configs/ppo_qwen7b.py                          # default slice
     python tools/aot_check.py configs/toy_grpo_scale.py --cpu-devices 8       # no libtpu
     python tools/aot_check.py CONFIG --only policy_train_step --mesh 1,2,2 --attention xla
-    python tools/aot_check.py configs/ppo_qwen7b.py --only policy_train_step --no-donate
+    python tools/aot_check.py configs/ppo_qwen7b.py --only policy_train_step --donate yes
 
 Builds the job's abstract train state, batch and sampler cache over a mesh of the target's
 devices (no weights, no allocation), lowers and compiles the functions the job runs (policy
@@ -15,9 +15,11 @@ same part, whether it fits the device's usable HBM with what else is resident, t
 collectives in the compiled HLO, parameters gathered whole, XLA's cost analysis, and the
 roofline step time and MFU on the target's published peaks. The last line is one JSON object.
 
-`--no-donate` compiles the train steps without donating their state. On TPU that is the smaller
-step: donating, the compiler keeps copies of the state the step reads in its micro-batch loop
-(Qwen2.5-3B GRPO on v5p:2x2x1: 26.6 GiB per chip donated, 21.9 not donating).
+`--donate yes|no` overrides whether the train steps donate their state (by default as the
+trainer does on the target: not on TPU, where donating the state its micro-batch loop reads
+makes the compiler keep copies of it; Qwen2.5-3B GRPO on v5p:2x2x1 needs 26.6 GiB per chip
+donated, 21.9 not). Not donating, the planner's figure for the step's outputs + temporaries
+(its working set) is compared, since the compiler keeps scratch in the new state's buffers.
 
 A TPU slice (`--topology v5p:2x2x4`, default: the config's TPU, or v5p chips of the config's
 device count) compiles with libtpu's TPU compiler, in an environment of its own
@@ -61,9 +63,10 @@ def _parse(argv):
     p.add_argument("--remat", choices=("none", "dots", "full"), default="")
     p.add_argument("--attention", choices=("xla", "splash", "cudnn"), default="")
     p.add_argument(
-        "--no-donate",
-        action="store_true",
-        help="train steps that do not donate their state (the new state in buffers of its own)",
+        "--donate",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="whether train steps donate their state (auto: as the trainer does on the target)",
     )
     return p.parse_args(argv)
 
@@ -96,7 +99,10 @@ def run(args) -> tuple[int, dict]:
             attention=args.attention,
         )
         job = dataclasses.replace(job, workload=dataclasses.replace(base, **changes))
-        job = dataclasses.replace(job, donate_state=not args.no_donate)
+        donate = {"yes": True, "no": False}.get(args.donate)
+        job = dataclasses.replace(
+            job, workload=dataclasses.replace(job.workload, donate_state=donate)
+        )
     except (targets.TargetError, planning.PlanError, hw_lib.HardwareError) as e:
         return 2, {"error": f"{args.config}: {e}"}
     w = job.workload
@@ -114,7 +120,7 @@ def run(args) -> tuple[int, dict]:
         f"{args.config}: {config.model.preset} {job.algorithm} on {target.name} "
         f"({w.hardware.describe()}), mesh {w.mesh}, attention={attention}, remat={w.cfg.remat}, "
         f"{job.rows} rows x {w.seq_len} tokens in {job.num_micro_batches} micro-batches"
-        + ("" if job.donate_state else ", train steps not donating their state")
+        + f", train steps {'donating' if job.donates else 'not donating'} their state"
     )
     print(
         f"planner: peak {analysis.gib(plan.peak)} GiB of {analysis.gib(plan.usable)} usable "
@@ -166,6 +172,12 @@ def _print_report(r: dict, analysis) -> None:
     print(line("arguments", "argument_bytes"))
     print(line("outputs", "output_bytes") + f"   aliased {gib(r['alias_bytes'])} GiB")
     print(line("temporaries", "temp_bytes"))
+    if "working set" in p:  # a step not donating: its outputs + temporaries, compared together
+        working = r["output_bytes"] - r["alias_bytes"] + r["temp_bytes"]
+        print(
+            f"  {'working set':<12}{gib(working):>8} GiB   planner {gib(p['working set']):>8} GiB "
+            f"({gap['working set']:+.0%})"
+        )
     verdict = "fits" if r["fits"] else "does NOT fit"
     print(
         f"  resident   {gib(r['resident_bytes']):>8} GiB of {gib(r['usable_bytes'])} usable: "

@@ -64,13 +64,15 @@ def _overrides(args, config) -> dict:
 
 
 # Parts held to XLA's own numbers (tools/aot_check.py, TPU compiler, Qwen2.5-3B GRPO and PPO on
-# v5p:2x2x1 and Qwen2.5-7B GRPO with tensor=2; splash unless noted), and how close the planner is.
+# v5p:2x2x1 and Qwen2.5-7B GRPO with tensor=2; splash unless noted; the donated step's parts
+# with --donate yes), and how close the planner is.
 CHECKED_AGAINST_COMPILE = {
     "policy weights + optimizer (AdamW m, v)": "train step arguments, 0%",
     "critic weights + AdamW": "critic step arguments, 0%",
     "reference model": "log-prob pass arguments, 0%",
     "sampler weights + KV cache": "decode arguments, 0%; prefill outputs, 0%",
     "gradients + activations + optimizer update": "train step -4% (3B, 7B), -13% (3B v5e:4x4 t=2); critic -11%",
+    "new train state + gradients + saved activations (TPU: no donation)": "train step outputs + temporaries -0% (3B), +7% (7B f2 t2, 7B t4), +4% (8B t4, 14B f4 t2)",
     "activations: one layer (XLA attention)": "train step with f32 scores, -3% (3B)",
     "rollout: prefill, rollout: decode step": "prefill -9%, decode -5%",
     "log-prob pass (a chunk)": "chunks of 4 rows/device +5% (3B; before chunking 1,024 rows: -7%)",

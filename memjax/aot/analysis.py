@@ -147,6 +147,7 @@ def analyse(program: Program, compiled, target: Target, compile_s: float, shard_
         "arguments": _gap(args, planner.get("arguments")),
         "outputs": _gap(outs, planner.get("outputs")),
         "temporaries": _gap(temp, planner.get("temporaries")),
+        "working set": _gap(outs - alias + temp, planner.get("working set")),
     }
     found = collectives(compiled.as_text())
     cost = compiled.cost_analysis()

@@ -55,9 +55,11 @@ class JobShape:
     loss_section: dict
     optimizer_section: dict
     critic_optimizer_section: dict
-    # Whether the train steps donate their state (the trainer's default). Not donating, the new
-    # state gets buffers of its own; the planner's train-phase figures model the donated step.
-    donate_state: bool = True
+
+    @property
+    def donates(self) -> bool:
+        """Whether the train steps donate their state (`planning.Workload.donates`)."""
+        return self.workload.donates
 
     @property
     def cfg(self) -> DecoderConfig:
@@ -235,14 +237,26 @@ def _target(job: JobShape, mesh: Mesh) -> _Target:
     )
 
 
-def _activations(parts: dict[str, int], *, logits: bool = True) -> int:
-    """The planner's activation parts plus the optimizer update's temporaries."""
-    acts = sum(
-        v
+def _step_planner(job: JobShape, parts: dict[str, int], state: int, *, logits: bool) -> dict:
+    """The planner's figures for a train step whose trained state is `state` bytes (weights and
+    both moments; without `logits`, the critic's step, which has no vocabulary slab).
+
+    Donating, the new state overwrites the old and the update's temporaries are counted apart.
+    Not donating, the new state has buffers of its own, and the compiler keeps the layer,
+    weights and logits working sets in them until the update writes them: its outputs and
+    temporaries split freely, so their sum (the step's working set) is what is compared."""
+    acts = {
+        k: v
         for k, v in parts.items()
         if k.startswith("activations") and (logits or k != "activations: logits")
-    )
-    return acts + parts["optimizer update"]
+    }
+    if job.donates:
+        temporaries = parts["gradients"] + sum(acts.values()) + parts["optimizer update"]
+        return {"arguments": state, "temporaries": temporaries}
+    saved = acts["activations: saved"]
+    transient = sum(acts.values()) - saved
+    working = state + parts["gradients"] + saved + max(0, transient - state)
+    return {"arguments": state, "outputs": state, "working set": working}
 
 
 def _policy_train_step(t: _Target) -> Program:
@@ -271,30 +285,20 @@ def _policy_train_step(t: _Target) -> Program:
         mesh=t.mesh,
         rules=t.train_rules,
         state_shardings=shardings,
-        donate=job.donate_state,
+        donate=job.donates,
     )
     return Program(
         "policy_train_step",
         step._jitted(batch),  # the step's own jit: in/out shardings, donation
         (state, batch, None),  # no frozen tree: full fine-tuning
         {},
-        _step_planner(job, t.state_bytes, t.parts["gradients"] + _activations(t.parts)),
+        _step_planner(job, t.parts, t.state_bytes, logits=True),
         t.persistent - t.state_bytes,
         t.train_flops,
         t.train_flops + t.remat_flops,
         t.train_traffic,
         params=t.policy_abstract,
     )
-
-
-def _step_planner(job: JobShape, state_bytes: int, temporaries: int) -> dict:
-    """The planner's figures for a train step. It models the donated step (the new state
-    written over the old, the update's temporaries counted); a step that does not donate has
-    only its arguments checked: the compiler then keeps its scratch partly in the new state's
-    own, not yet written, buffers, so outputs and temporaries split differently."""
-    if not job.donate_state:
-        return {"arguments": state_bytes, "outputs": state_bytes}
-    return {"arguments": state_bytes, "temporaries": temporaries}
 
 
 def _critic_train_step(t: _Target) -> Program:
@@ -317,16 +321,15 @@ def _critic_train_step(t: _Target) -> Program:
         mesh=t.mesh,
         rules=t.train_rules,
         state_shardings=shardings,
-        donate=job.donate_state,
+        donate=job.donates,
     )
     critic_state = t.parts["critic weights + AdamW"]
-    temporaries = t.parts["gradients"] + _activations(t.parts, logits=False)
     return Program(
         "critic_train_step",
         step._jitted(batch),
         (state, batch, None),
         {},
-        _step_planner(job, critic_state, temporaries),
+        _step_planner(job, t.parts, critic_state, logits=False),
         t.persistent - critic_state,
         t.train_flops,
         t.train_flops + t.remat_flops,

@@ -80,7 +80,7 @@ def sft_train_step(
     mesh=None,
     rules=TRAIN_RULES,
     state_shardings=None,
-    donate: bool = True,
+    donate: bool | None = None,
     compose=None,
     frozen_shardings=None,
 ) -> TrainStep:
