@@ -226,6 +226,12 @@ def table_row(r: dict) -> str:
     p = r["planner"]
     plan = "/".join(gib(p[k]) if k in p else "-" for k in ("arguments", "outputs", "temporaries"))
     comp = "/".join(gib(r[k]) for k in ("argument_bytes", "output_bytes", "temp_bytes"))
+    if "working set" in p:  # a step not donating: outputs + temporaries are compared together
+        working = r["output_bytes"] - r["alias_bytes"] + r["temp_bytes"]
+        comp, plan = (
+            f"{comp} (out+temp {gib(working)})",
+            f"{plan} (out+temp {gib(p['working set'])})",
+        )
     largest = r["collectives"]["largest"][0] if r["collectives"]["largest"] else "none"
     off = ",".join(r["planner_off"]) or "-"
     return (
