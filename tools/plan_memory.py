@@ -72,7 +72,7 @@ CHECKED_AGAINST_COMPILE = {
     "reference model": "log-prob pass arguments, 0%",
     "sampler weights + KV cache": "decode arguments, 0%; prefill outputs, 0%",
     "gradients + activations + optimizer update": "train step -4% (3B, 7B), -13% (3B v5e:4x4 t=2); critic -11%",
-    "new train state + gradients + saved activations (TPU: no donation)": "train step outputs + temporaries -0% (3B), +7% (7B f2 t2, 7B t4), +4% (8B t4, 14B f4 t2)",
+    "new train state + gradients + saved activations (TPU: no donation)": "train step outputs + temporaries -0% (3B), +7% (7B f2 t2, 7B t4, 8B f2 t2), +4% (8B t4, 14B f4 t2); MemSearcher 3B (f8, 1 row per micro-batch): -32%, the layer and logits working sets not held in the new state's buffers there",
     "activations: one layer (XLA attention)": "train step with f32 scores, -3% (3B)",
     "rollout: prefill, rollout: decode step": "prefill -9%, decode -5%",
     "log-prob pass (a chunk)": "chunks of 4 rows/device +5% (3B; before chunking 1,024 rows: -7%)",
