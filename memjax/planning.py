@@ -39,8 +39,8 @@ with the mesh's axis sizes, exactly as the train step and sampler place them):
                where it does not (TPU), the new state in buffers of its own, which also hold
                the layer, weights and logits working sets until the update writes them (what
                exceeds the new state is counted): the TPU compile's outputs + temporaries
-               within 7% for the Memory-R1 configs (3B-14B) and MemSearcher 7B/14B, but 32%
-               above it for MemSearcher 3B (fsdp 8, one row per micro-batch), where the
+               within 7% for the Memory-R1 configs (3B-14B) and MemSearcher 7B/14B; for
+               MemSearcher 3B (fsdp 8, one row per micro-batch) 32% below it: there the
                compiler keeps those working sets apart
   log-probs    the old / reference log-prob pass over a chunk of `logprob_rows` rows (r per
                data x fsdp shard; `logprobs.make_logprob_fn` walks a step's rows in such
