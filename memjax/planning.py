@@ -351,8 +351,17 @@ def _update_bytes(w: Workload, parts: dict, acts: dict, trained: int) -> int:
         return sum(acts.values()) + parts["optimizer update"]
     state = 3 * trained  # weights and both moments
     parts["new train state"] = state
-    transient = sum(acts.values()) - acts["activations: saved"]
-    return acts["activations: saved"] + state + max(0, transient - state)
+    return undonated_step_bytes(acts, state)
+
+
+def undonated_step_bytes(acts: dict[str, int], state: int) -> int:
+    """Outputs + temporaries of a train step that does not donate its `state` bytes, beyond
+    its gradients: the new state and the saved activations; the layer, weights and logits
+    working sets live in the new state's buffers until the update writes them, so only what
+    exceeds the new state counts."""
+    saved = acts["activations: saved"]
+    transient = sum(acts.values()) - saved
+    return saved + state + max(0, transient - state)
 
 
 def plan(w: Workload) -> MemoryPlan:

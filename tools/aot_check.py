@@ -173,9 +173,9 @@ def _print_report(r: dict, analysis) -> None:
     print(line("outputs", "output_bytes") + f"   aliased {gib(r['alias_bytes'])} GiB")
     print(line("temporaries", "temp_bytes"))
     if "working set" in p:  # a step not donating: its outputs + temporaries, compared together
-        working = r["output_bytes"] - r["alias_bytes"] + r["temp_bytes"]
         print(
-            f"  {'working set':<12}{gib(working):>8} GiB   planner {gib(p['working set']):>8} GiB "
+            f"  {'working set':<12}{gib(r['working_set_bytes']):>8} GiB   "
+            f"planner {gib(p['working set']):>8} GiB "
             f"({gap['working set']:+.0%})"
         )
     verdict = "fits" if r["fits"] else "does NOT fit"

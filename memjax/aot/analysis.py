@@ -147,7 +147,7 @@ def analyse(program: Program, compiled, target: Target, compile_s: float, shard_
         "arguments": _gap(args, planner.get("arguments")),
         "outputs": _gap(outs, planner.get("outputs")),
         "temporaries": _gap(temp, planner.get("temporaries")),
-        "working set": _gap(outs - alias + temp, planner.get("working set")),
+        "working set": _gap(footprint - args, planner.get("working set")),
     }
     found = collectives(compiled.as_text())
     cost = compiled.cost_analysis()
@@ -164,6 +164,7 @@ def analyse(program: Program, compiled, target: Target, compile_s: float, shard_
         "alias_bytes": alias,
         "temp_bytes": temp,
         "footprint_bytes": footprint,
+        "working_set_bytes": footprint - args,  # new outputs + temporaries
         "planner": dict(planner),
         "planner_gap": {k: (round(v, 3) if v is not None else None) for k, v in gaps.items()},
         "planner_off": sorted(
@@ -203,6 +204,7 @@ def rejected(program: Program, target: Target, error: Exception, compile_s: floa
         "alias_bytes": 0,
         "temp_bytes": temp,
         "footprint_bytes": temp,
+        "working_set_bytes": temp,
         "planner": dict(program.planner),
         "planner_gap": {"temporaries": _gap(temp, program.planner.get("temporaries"))},
         "planner_off": [],
@@ -227,9 +229,8 @@ def table_row(r: dict) -> str:
     plan = "/".join(gib(p[k]) if k in p else "-" for k in ("arguments", "outputs", "temporaries"))
     comp = "/".join(gib(r[k]) for k in ("argument_bytes", "output_bytes", "temp_bytes"))
     if "working set" in p:  # a step not donating: outputs + temporaries are compared together
-        working = r["output_bytes"] - r["alias_bytes"] + r["temp_bytes"]
         comp, plan = (
-            f"{comp} (out+temp {gib(working)})",
+            f"{comp} (out+temp {gib(r['working_set_bytes'])})",
             f"{plan} (out+temp {gib(p['working set'])})",
         )
     largest = r["collectives"]["largest"][0] if r["collectives"]["largest"] else "none"

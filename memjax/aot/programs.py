@@ -253,9 +253,7 @@ def _step_planner(job: JobShape, parts: dict[str, int], state: int, *, logits: b
     if job.donates:
         temporaries = parts["gradients"] + sum(acts.values()) + parts["optimizer update"]
         return {"arguments": state, "temporaries": temporaries}
-    saved = acts["activations: saved"]
-    transient = sum(acts.values()) - saved
-    working = state + parts["gradients"] + saved + max(0, transient - state)
+    working = parts["gradients"] + planning.undonated_step_bytes(acts, state)
     return {"arguments": state, "outputs": state, "working set": working}
 
 

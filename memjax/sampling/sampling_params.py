@@ -28,7 +28,8 @@ class SamplingParams:
       token-identical to the static batch. None ("auto") turns it on where it was measured
       faster: on the CPU backend without a mesh (a decode step there costs 22 ms at one row,
       56 ms at 8 and 125 ms at 32 on SmolLM2, so finished rows are worth dropping; the GRPO-like
-      workload of tools/bench_sampling.py ran at 1.28x the static batch's useful tokens/s).
+      workload of tools/bench_sampling.py ran at 1.28x the static batch's useful tokens/s on
+      an AVX2 CPU, 1.23x on an AMX one).
       Elsewhere it stays off until measured: its host round trips and batch changes cost
       more on an accelerator, and a sharded batch cannot shrink below its mesh.
     - context_overflow: a prompt + max_new_tokens beyond the model's max_position_embeddings
