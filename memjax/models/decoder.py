@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh
 
-from memjax.models import fused_attention
+from memjax.models import embedding, fused_attention
 from memjax.models.config import DecoderConfig
 from memjax.models.kv_cache import KVCache
 from memjax.models.lora import ADAPTERS_KEY, low_rank_update
@@ -335,12 +335,8 @@ def forward_hidden(
     if token_mask is None:
         token_mask = jnp.ones((B, T), jnp.bool_)
     token_mask = token_mask.astype(jnp.bool_)
-    # Gather the table's fsdp shards before the lookup (as for every weight): a lookup into an
-    # embed-sharded table yields embed-sharded rows, which the partitioner cannot move onto the
-    # batch-sharded layout below without fully rematerialising them.
-    table = constrain(params["embed"], ("vocab", None), mesh, rules)  # [V, D] as stored
-    x = table[tokens].astype(cfg.dtype)  # [B, T, D]: rows cast after the lookup, not the table
-    x = constrain(x, ("batch", "seq", None), mesh, rules)
+    # Rows cast after the lookup, not the table; its gradient stays sharded like the table.
+    x = embedding.lookup(params["embed"], tokens, mesh, rules).astype(cfg.dtype)  # [B, T, D]
     cos, sin = rope_tables(
         positions, inverse_frequencies(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
     )

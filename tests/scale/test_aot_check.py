@@ -73,8 +73,8 @@ SMALL = DecoderConfig(
     num_kv_heads=4, head_dim=32, qkv_bias=True, tie_embeddings=True, param_dtype="float32",
     compute_dtype="bfloat16", remat="full", attention="xla",
 )  # fmt: skip
-# A chip sized between what 2 and 4 fsdp shards of SMALL's GRPO step need (XLA on CPU: 130
-# and 114 MiB resident per device; 90% of 136 MiB is usable).
+# A chip sized between what 2 and 4 fsdp shards of SMALL's GRPO step need (XLA on CPU: 138
+# and 106 MiB resident per device; 90% of 136 MiB is usable).
 # A GPU-kind chip: its steps donate their state, as the measurements above were taken.
 CHIP = hardware.Accelerator("136MiB-chip", "gpu", 136 / 1024, 4)
 
