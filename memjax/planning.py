@@ -31,17 +31,18 @@ with the mesh's axis sizes, exactly as the train step and sampler place them):
                          hardware's default: splash on TPU, cuDNN on GPU)
                  weights one layer's fsdp-gathered weights (and their gradient) in compute dtype
                  logits  the vocab-chunked log-prob slab [b, T, chunk] f32 (x3: logits, exp,
-                         gradient) and the gathered unembedding with its gradient
+                         gradient) and `VOCAB_TABLE_COPIES` gathered vocabulary tables
                where the step donates its state (CPU, GPU: `train_step.donates_state`), the
                update's temporaries: the new weights and both new moments (param dtype),
                computed whole before the step keeps them or, on a non-finite gradient norm,
                the old ones (`UPDATE_COPIES`; measured against the TPU compile, donating);
                where it does not (TPU), the new state in buffers of its own, which also hold
                the layer, weights and logits working sets until the update writes them (what
-               exceeds the new state is counted): the TPU compile's outputs + temporaries
-               within 7% for the Memory-R1 configs (3B-14B) and MemSearcher 7B/14B; for
-               MemSearcher 3B (fsdp 8, one row per micro-batch) 32% below it: there the
-               compiler keeps those working sets apart
+               exceeds the new state is counted), except a buffer larger than every one of
+               the new state's (a gathered vocabulary table when fsdp cuts the layers' weights
+               finer than the table: MemSearcher 3B, fsdp 8), which is counted apart
+               (`buffers_apart`): the TPU compile's outputs + temporaries within 15% of every
+               paper config (table in tools/plan_memory.py)
   log-probs    the old / reference log-prob pass over a chunk of `logprob_rows` rows (r per
                data x fsdp shard; `logprobs.make_logprob_fn` walks a step's rows in such
                chunks): one layer's forward slab [r, T, D + F/t] (plus the XLA path's f32
@@ -98,6 +99,11 @@ from memjax.sampling.padding import bucket_length
 ATTN_BYTES_PER_SCORE = 6  # f32 scores + bf16 probabilities (XLA fuses the softmax; TPU compile)
 FUSED_BYTES_PER_QUERY = 16  # a fused kernel's f32 max, log-sum-exp, rowsum(dO * O), spare
 LOGIT_SLABS = 3  # chunk logits, their exponentials, their gradient
+# Gathered [V/t, D] vocabulary tables in compute dtype live in a train step: the embedding
+# lookup's, the unembedding padded to whole chunks, and its [n, C, D] chunked layout (TPU
+# compile of MemSearcher 3B: 593 + 608 + 608 MiB; Memory-R1 3B shares the last two). The
+# lookup's gradient is no table of its own (`models/embedding.py` keeps it sharded).
+VOCAB_TABLE_COPIES = 3
 UPDATE_COPIES = 3  # new weights, new m, new v, live together before the finite-gradient select
 DECODE_LOGIT_COPIES = 4  # logits, temperature-scaled, filtered, log-softmax
 
@@ -289,13 +295,38 @@ def _activation_parts(w: Workload) -> dict[str, int]:
         )
         gathered = (split_params(layer_params, t) + 2 * split_params(adapter_params, t)) * c
     logits = LOGIT_SLABS * b * T * min(w.vocab_chunk, V) * 4 // t
-    unembed = split(V) * D * (c + 4)  # gathered unembedding and its f32 gradient
     return {
         "activations: saved": saved,
         "activations: one layer": layer,
         "activations: layer weights": gathered,
-        "activations: logits": logits + unembed,
+        "activations: logits": logits + VOCAB_TABLE_COPIES * vocab_table_bytes(w),
     }
+
+
+def vocab_table_bytes(w: Workload) -> int:
+    """One gathered [V/t, D] vocabulary table in compute dtype, per device."""
+    cfg, t = w.cfg, w.mesh["tensor"]
+    V = cfg.vocab_size // t if cfg.vocab_size % t == 0 else cfg.vocab_size
+    return V * cfg.embed_dim * jnp.dtype(cfg.dtype).itemsize
+
+
+def largest_leaf_bytes(abstract, rules, mesh_sizes, dtype=None) -> int:
+    """The largest of one device's shards of an ArrayInfo tree's leaves."""
+    largest = 0
+    for a in jax.tree.leaves(abstract, is_leaf=is_info):
+        size = int(np.prod(a.shape)) * jnp.dtype(dtype or a.dtype).itemsize
+        largest = max(largest, -(-size // shard_factor(a.shape, a.logical_axes, rules, mesh_sizes)))
+    return largest
+
+
+def buffers_apart(w: Workload) -> int:
+    """The policy step's working-set bytes that a step not donating its state cannot keep in
+    the new state's buffers, because each is larger than every one of them: the gathered
+    vocabulary tables, when fsdp cuts the trained leaves finer than a table."""
+    trained = lora_abstract(w.cfg) if w.cfg.lora is not None else decoder_abstract(w.cfg)
+    largest = largest_leaf_bytes(trained, normalize_rules(w.train_rules), w.mesh)
+    table = vocab_table_bytes(w)
+    return VOCAB_TABLE_COPIES * table if table > largest else 0
 
 
 def _logprob_pass(w: Workload) -> int:
@@ -351,17 +382,18 @@ def _update_bytes(w: Workload, parts: dict, acts: dict, trained: int) -> int:
         return sum(acts.values()) + parts["optimizer update"]
     state = 3 * trained  # weights and both moments
     parts["new train state"] = state
-    return undonated_step_bytes(acts, state)
+    return undonated_step_bytes(acts, state, apart=buffers_apart(w))
 
 
-def undonated_step_bytes(acts: dict[str, int], state: int) -> int:
+def undonated_step_bytes(acts: dict[str, int], state: int, *, apart: int = 0) -> int:
     """Outputs + temporaries of a train step that does not donate its `state` bytes, beyond
     its gradients: the new state and the saved activations; the layer, weights and logits
     working sets live in the new state's buffers until the update writes them, so only what
-    exceeds the new state counts."""
+    exceeds the new state counts, except `apart`: working-set buffers (part of `acts`) too
+    large for any of the new state's buffers, counted in full."""
     saved = acts["activations: saved"]
-    transient = sum(acts.values()) - saved
-    return saved + state + max(0, transient - state)
+    transient = sum(acts.values()) - saved - apart
+    return saved + state + apart + max(0, transient - state)
 
 
 def plan(w: Workload) -> MemoryPlan:
@@ -626,6 +658,9 @@ def suggest(w: Workload, max_changes: int = 8) -> tuple[list[tuple[str, str]], M
 
 __all__ = [
     "ATTN_BYTES_PER_SCORE",
+    "VOCAB_TABLE_COPIES",
+    "buffers_apart",
+    "undonated_step_bytes",
     "Workload",
     "MemoryPlan",
     "PlanError",

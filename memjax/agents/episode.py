@@ -82,6 +82,9 @@ class EpisodeResult:
     turn_contexts: list[ContextRecord]  # the context as it stood at the end of each turn
     format_valid: bool = True
     searches: list[str] = field(default_factory=list)
+    # The kind of model call whose output ended the episode, where an agent has several
+    # (MemSearcher: "action" or "memory"); "" for agents with one kind.
+    stopped_in: str = ""
 
 
 class Episode(Protocol):

@@ -243,7 +243,8 @@ def _step_planner(job: JobShape, parts: dict[str, int], state: int, *, logits: b
 
     Donating, the new state overwrites the old and the update's temporaries are counted apart.
     Not donating, the new state has buffers of its own, and the compiler keeps the layer,
-    weights and logits working sets in them until the update writes them: its outputs and
+    weights and logits working sets in them until the update writes them (all but buffers
+    larger than any of the new state's, `planning.buffers_apart`): its outputs and
     temporaries split freely, so their sum (the step's working set) is what is compared."""
     acts = {
         k: v
@@ -253,7 +254,8 @@ def _step_planner(job: JobShape, parts: dict[str, int], state: int, *, logits: b
     if job.donates:
         temporaries = parts["gradients"] + sum(acts.values()) + parts["optimizer update"]
         return {"arguments": state, "temporaries": temporaries}
-    working = parts["gradients"] + planning.undonated_step_bytes(acts, state)
+    apart = planning.buffers_apart(job.workload) if logits else 0
+    working = parts["gradients"] + planning.undonated_step_bytes(acts, state, apart=apart)
     return {"arguments": state, "outputs": state, "working set": working}
 
 

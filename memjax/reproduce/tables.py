@@ -140,13 +140,16 @@ def memsearcher_rows(label: str, stage_dir: Path) -> list[dict]:
 
 
 def memsearcher_markdown(rows: list[dict]) -> str:
-    lines = ["| method | agent | EM ± se | F1 ± se | format valid | searched | searches | n |"]
-    lines.append("|---|---|---:|---:|---:|---:|---:|---:|")
+    lines = [
+        "| method | agent | EM ± se | F1 ± se | format valid | searched | searches | n | stops |"
+    ]
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         b = r["behaviour"]
         cells = [r["label"], r["agent"], _pm(r["em"]), _pm(r["f1"])]
         cells += [_pct(b.get("format_valid", 0.0)), _pct(b.get("searched", 0.0))]
         cells += [f"{b.get('searches_per_episode', 0.0):.2f}", str(r["em"]["n"])]
+        cells.append(", ".join(f"{k} {v}" for k, v in b.get("stop_reasons", {}).items()))
         lines.append("| " + " | ".join(cells) + " |")
     most = max((len(r["turns"]) for r in rows), default=0)
     lines += ["", "Context tokens per turn, mean / peak (episodes still running):", ""]

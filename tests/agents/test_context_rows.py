@@ -100,7 +100,8 @@ def test_search_agent_report(tmp_path):
     (b,) = report.behaviour  # 2 of 3 episodes searched (2 and 1 searches), all answered
     assert (b.episodes, b.answered, b.format_valid) == (3, 1.0, 1.0)
     assert abs(b.searched - 2 / 3) < 1e-9 and abs(b.searches_per_episode - 1.0) < 1e-9
+    assert b.stop_reasons == {"answer@action": 3}  # every episode answered in an action call
     assert (
-        "| memsearcher | 3 | 66.7% | 100.0% | 100.0% | 1.00 |"
+        "| memsearcher | 3 | 66.7% | 100.0% | 100.0% | 1.00 | answer@action 3 |"
         in paths["behaviour_markdown"].read_text()
     )

@@ -107,6 +107,27 @@ def test_fused_attention_and_logprob_pass_terms():
     assert lp.peak == lp.persistent + max(lp.rollout, lp.logprobs, lp.train)
 
 
+def test_a_table_larger_than_every_new_state_buffer_is_counted_apart():
+    v5p = hardware.accelerator("TPU-v5p")
+    # A TPU step keeps its state (no donation). fsdp 2: the largest trained leaves per device
+    # (embed, lm_head, gate, up, down: 256 bytes in f32) are as large as a gathered [V/t, D]
+    # bf16 table (16 * 8 * 2 = 256), which the new state's buffers can hold.
+    w2 = tiny_workload(hardware=hardware.Hardware(v5p, 4))
+    assert not w2.donates and planning.buffers_apart(w2) == 0
+    # fsdp 4 halves every leaf (128 bytes) but not the table: its three copies count apart.
+    w4 = tiny_workload(hardware=hardware.Hardware(v5p, 8), mesh={"data": 1, "fsdp": 4, "tensor": 2})
+    assert planning.buffers_apart(w4) == planning.VOCAB_TABLE_COPIES * 256 == 768
+    p = planning.plan(w4)
+    acts = {k: v for k, v in p.parts.items() if k.startswith("activations")}
+    saved, state = acts["activations: saved"], p.parts["new train state"]
+    rest = sum(acts.values()) - saved - 768
+    assert p.train == p.parts["gradients"] + saved + state + 768 + max(0, rest - state)
+    # Where the new state could hold every working set, what is apart still counts in full.
+    small = {"activations: saved": 10, "activations: one layer": 20, "activations: logits": 30}
+    assert planning.undonated_step_bytes(small, 100) == 10 + 100
+    assert planning.undonated_step_bytes(small, 100, apart=30) == 10 + 100 + 30
+
+
 def test_remat_and_critic_terms():
     dots = planning.plan(tiny_workload(cfg=TINY.replace(remat="dots")))
     assert dots.parts["activations: saved"] == 2 * (128 + 640)  # b=2 rows per batch shard

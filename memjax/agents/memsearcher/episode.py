@@ -87,6 +87,7 @@ class MemSearcherEpisode:
         self.contexts: list[ContextRecord] = []
         self.searches: list[str] = []
         self.stop_reason = ""
+        self.stopped_in = ""  # "action" or "memory": the call that ended the episode
         self._state = _ACT
         self._calls = []  # the action's tool calls (ParsedToolCall), run one after another
         self._results: list[str] = []  # their results so far
@@ -135,6 +136,7 @@ class MemSearcherEpisode:
             turn_contexts=list(self.contexts),
             format_valid=outcome.format.valid,
             searches=list(self.searches),
+            stopped_in=self.stopped_in,
         )
 
     # -- transitions ----------------------------------------------------------------------
@@ -151,6 +153,7 @@ class MemSearcherEpisode:
 
     def _finish(self, reason: str) -> None:
         self.stop_reason = reason
+        self.stopped_in = {_ACT: "action", _MEMORY: "memory"}.get(self._state, "")
         self._state = _DONE
 
     def _record(self, output: ModelOutput) -> bool:

@@ -114,6 +114,7 @@ def prediction_rows(episodes: Sequence[EvaluatedEpisode], fmt) -> list[dict]:
             "answer": e.result.answer,
             "reward": e.result.reward,
             "stop_reason": e.result.stop_reason,
+            "stopped_in": e.result.stopped_in,
             "format_valid": e.result.format_valid,
             "searches": e.result.searches,
             "turn_tokens": turn_token_counts(e.result.turn_contexts, fmt),

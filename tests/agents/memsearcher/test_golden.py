@@ -85,6 +85,16 @@ def test_no_eos(retriever):
 def test_no_eos_in_the_action_call_ends_the_trajectory(retriever):
     result = play([(tool_call("Denise Levertov birth"), False)], retriever)
     assert (result.reward, result.stop_reason) == (0.0, "no_eos") and retriever.calls == []
+    assert result.stopped_in == "action"
+
+
+def test_the_call_that_ended_an_episode_is_named(retriever):
+    cut_memory = play([tool_call("Denise Levertov birth"), (memory(FACT), False)], retriever)
+    assert (cut_memory.stop_reason, cut_memory.stopped_in) == ("no_eos", "memory")
+    answered = play([*SEARCH_THEN_MEMORY, boxed("Denise Levertov")], retriever)
+    assert (answered.stop_reason, answered.stopped_in) == ("answer", "action")
+    limit = play(SEARCH_THEN_MEMORY, retriever, max_turns=1)
+    assert (limit.stop_reason, limit.stopped_in) == ("turn_limit", "memory")
 
 
 def test_memory_over_the_cap(retriever):
