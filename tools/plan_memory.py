@@ -71,13 +71,13 @@ CHECKED_AGAINST_COMPILE = {
     "critic weights + AdamW": "critic step arguments, 0%",
     "reference model": "log-prob pass arguments, 0%",
     "sampler weights + KV cache": "decode arguments, 0%; prefill outputs, 0%",
-    "gradients + activations + optimizer update": "train step -4% (3B, 7B), -13% (3B v5e:4x4 t=2); critic -11%",
-    "new train state + gradients + saved activations (TPU: no donation)": "train step outputs + temporaries -0% (3B), +7% (7B f2 t2, 7B t4, 8B f2 t2), +4% (8B t4, 14B f4 t2); MemSearcher 3B (f8, 1 row per micro-batch): -32%, the layer and logits working sets not held in the new state's buffers there",
+    "gradients + activations + optimizer update": "train step +6% (3B), -3% (7B f2 t2); before the embedding gradient was kept sharded: -13% (3B v5e:4x4 t=2), critic -11%",
+    "new train state + gradients + saved activations (TPU: no donation)": "train step outputs + temporaries, every paper config on its v5p slice: +7% (3B GRPO and PPO), +10% (7B f2 t2), +7% (7B t4), +9% (8B f2 t2), +4% (8B t4), +5% (14B f4 t2), +1% (14B f2 t4); PPO critics +1% to +3%; MemSearcher +1% (3B f8, its vocabulary tables counted apart), +7% (7B), +4% (14B)",
     "activations: one layer (XLA attention)": "train step with f32 scores, -3% (3B)",
     "rollout: prefill, rollout: decode step": "prefill -9%, decode -5%",
     "log-prob pass (a chunk)": "chunks of 4 rows/device +5% (3B; before chunking 1,024 rows: -7%)",
 }
-UNCHECKED = "the cuDNN path (no GPU compile here); other models' and slices' numbers"
+UNCHECKED = "the cuDNN path (no GPU compile here); the sampler and log-prob pass beyond 3B"
 
 
 def checked_note() -> str:
