@@ -150,13 +150,18 @@ def shard_factor(shape, logical_axes, rules, mesh_sizes: Mapping[str, int]) -> i
     return factor
 
 
-def tree_bytes_per_device(abstract, rules, mesh_sizes, dtype=None) -> int:
-    """Bytes of one device's shards of an ArrayInfo tree (in `dtype` when given)."""
-    total = 0
+def leaf_bytes_per_device(abstract, rules, mesh_sizes, dtype=None) -> list[int]:
+    """Bytes of one device's shard of each leaf of an ArrayInfo tree (in `dtype` when given)."""
+    out = []
     for a in jax.tree.leaves(abstract, is_leaf=is_info):
         size = int(np.prod(a.shape)) * jnp.dtype(dtype or a.dtype).itemsize
-        total += -(-size // shard_factor(a.shape, a.logical_axes, rules, mesh_sizes))
-    return total
+        out.append(-(-size // shard_factor(a.shape, a.logical_axes, rules, mesh_sizes)))
+    return out
+
+
+def tree_bytes_per_device(abstract, rules, mesh_sizes, dtype=None) -> int:
+    """Bytes of one device's shards of an ArrayInfo tree (in `dtype` when given)."""
+    return sum(leaf_bytes_per_device(abstract, rules, mesh_sizes, dtype))
 
 
 # ------------------------------------------------------------------------------ the plan
@@ -310,21 +315,12 @@ def vocab_table_bytes(w: Workload) -> int:
     return V * cfg.embed_dim * jnp.dtype(cfg.dtype).itemsize
 
 
-def largest_leaf_bytes(abstract, rules, mesh_sizes, dtype=None) -> int:
-    """The largest of one device's shards of an ArrayInfo tree's leaves."""
-    largest = 0
-    for a in jax.tree.leaves(abstract, is_leaf=is_info):
-        size = int(np.prod(a.shape)) * jnp.dtype(dtype or a.dtype).itemsize
-        largest = max(largest, -(-size // shard_factor(a.shape, a.logical_axes, rules, mesh_sizes)))
-    return largest
-
-
 def buffers_apart(w: Workload) -> int:
     """The policy step's working-set bytes that a step not donating its state cannot keep in
     the new state's buffers, because each is larger than every one of them: the gathered
     vocabulary tables, when fsdp cuts the trained leaves finer than a table."""
     trained = lora_abstract(w.cfg) if w.cfg.lora is not None else decoder_abstract(w.cfg)
-    largest = largest_leaf_bytes(trained, normalize_rules(w.train_rules), w.mesh)
+    largest = max(leaf_bytes_per_device(trained, normalize_rules(w.train_rules), w.mesh))
     table = vocab_table_bytes(w)
     return VOCAB_TABLE_COPIES * table if table > largest else 0
 
