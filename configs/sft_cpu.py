@@ -21,8 +21,11 @@ def get_config() -> ConfigDict:
     # roles: "" trains one model on every role in the file (the CPU agents share one model);
     # e.g. "memsearcher" for one role. max_per_role keeps the mix balanced (0: all).
     c.data = ConfigDict(
-        {"train": "", "eval": "", "eval_fraction": 0.1, "roles": "", "max_per_role": 0}
-    )
+        {"train": "", "eval": "", "eval_fraction": 0.1, "roles": "", "max_per_role": 0,
+         # Training contexts whose trained text matches this regex, repeated oversample_times
+         # times: e.g. '"event": "(UPDATE|DELETE)"' for the manager's rarer decisions.
+         "oversample": "", "oversample_times": 1}
+    )  # fmt: skip
     c.sft = sft_section(learning_rate=1e-5, batch_rows=8, max_seq_len=1024)
     c.sft.num_steps = 60
     c.sft.micro_batches = 2  # 4 rows per micro-step: bounded activation memory on 2 cores

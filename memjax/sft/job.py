@@ -15,8 +15,10 @@ trajectory is both trained on and evaluated), trains with `config.sft` and write
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from memjax.errors import ConfigError
@@ -49,8 +51,42 @@ def select_roles(trajectories, roles: str, max_per_role: int) -> list:
     return out
 
 
+def oversample(trajectories, pattern: str, times: int) -> tuple[list, int]:
+    """Each context whose trained text matches the regex `pattern` repeated `times` times in
+    its trajectory (the rare decisions a teacher makes, e.g. a manager's UPDATE and DELETE, seen
+    as often as the common ones); returns (trajectories, contexts that matched)."""
+    if not pattern or times == 1:
+        return list(trajectories), 0
+    if times < 1:
+        raise ConfigError(f"config.data.oversample_times={times}: must be at least 1")
+    try:
+        regex = re.compile(pattern)
+    except re.error as e:
+        raise ConfigError(f"config.data.oversample={pattern!r}: not a regex ({e})") from None
+    out, matched = [], 0
+    for t in trajectories:
+        contexts = []
+        for context in t.contexts:
+            hit = any(m.train and regex.search(m.content) for m in context)
+            matched += hit
+            contexts += [context] * (times if hit else 1)
+        out.append(dataclasses.replace(t, contexts=tuple(contexts)))
+    return out, matched
+
+
 def split_trajectories(config_data) -> tuple[list, list, str]:
-    """(train, eval, how the eval set was chosen), restricted to `roles` / `max_per_role`."""
+    """(train, eval, how the eval set was chosen), restricted to `roles` / `max_per_role`;
+    the training contexts matching `oversample` repeated `oversample_times` times (never the
+    held-out ones: the held-out NLL stays an estimate over the data as written)."""
+    train, held, how = _split(config_data)
+    pattern = str(config_data.get("oversample", "") or "")
+    train, matched = oversample(train, pattern, int(config_data.get("oversample_times", 1)))
+    if pattern:
+        how += f"; {matched} training contexts matching {pattern!r} repeated"
+    return train, held, how
+
+
+def _split(config_data) -> tuple[list, list, str]:
     roles = str(config_data.get("roles", "") or "")
     per_role = int(config_data.get("max_per_role", 0) or 0)
     train = select_roles(read_trajectories(config_data.train), roles, per_role)
@@ -89,6 +125,9 @@ def data_spec(config_data) -> dict:
     spec = {"data.train.sha256": file_identity(config_data.train)["sha256"]}
     for key in ("roles", "max_per_role", "eval", "eval_fraction"):
         spec[f"data.{key}"] = config_data.get(key, "")
+    if config_data.get("oversample", ""):
+        for key in ("oversample", "oversample_times"):
+            spec[f"data.{key}"] = config_data.get(key)
     return spec
 
 
@@ -145,4 +184,4 @@ def train_job(config, workdir) -> dict:
     return result
 
 
-__all__ = ["train_job", "split_trajectories", "held_out"]
+__all__ = ["train_job", "split_trajectories", "held_out", "oversample"]

@@ -124,6 +124,39 @@ def test_bad_trajectory_lines_name_file_line_and_field(tmp_path):
         read_trajectories(path)
 
 
+def test_oversampling_repeats_matching_training_contexts_never_held_out_ones(tmp_path):
+    from memjax.sft.job import held_out, split_trajectories
+
+    def manager_call(i, event):
+        return [
+            {"role": "user", "content": f'memory {i}; an example: {{"event": "DELETE"}}'},
+            {"role": "assistant", "content": f'{{"memory": [{{"id": "0", "event": "{event}"}}]}}'},
+        ]
+
+    lines = []
+    for t in range(40):
+        events = ["NONE", "DELETE", "ADD", "UPDATE"]
+        lines.append({"id": f"m{t}", "role": "manager",
+                      "contexts": [manager_call(i, e) for i, e in enumerate(events)]})  # fmt: skip
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    data = ConfigDict({"train": str(path), "eval": "", "eval_fraction": 0.25, "roles": "",
+                       "max_per_role": 0, "oversample": '"event": "(DELETE|UPDATE)"',
+                       "oversample_times": 3})  # fmt: skip
+    train, held, how = split_trajectories(data)
+    n_train = sum(not held_out(f"m{t}", 0.25) for t in range(40))
+    assert 0 < n_train < 40 and len(train) == n_train and len(held) == 40 - n_train
+    # The pattern is searched in trained text only (the prompt's example does not count).
+    assert all(len(t.contexts) == 1 + 3 + 1 + 3 for t in train)
+    assert all(len(t.contexts) == 4 for t in held)
+    assert f"{2 * n_train} training contexts" in how
+
+    with pytest.raises(ConfigError, match="oversample='\\('"):
+        split_trajectories(ConfigDict({**data.to_dict(), "oversample": "("}))
+    with pytest.raises(ConfigError, match="oversample_times=0"):
+        split_trajectories(ConfigDict({**data.to_dict(), "oversample_times": 0}))
+
+
 def _random_rows(n: int, seed: int = 0, lengths=None) -> list[Row]:
     """n rows of random tokens, each of a random length in [5, 30) (or drawn from `lengths`),
     with loss on a random tail."""

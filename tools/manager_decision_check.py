@@ -1,0 +1,89 @@
+"""The Memory-R1 manager on teacher prompts it never trained on: does its output parse, and does
+it ADD, UPDATE and DELETE where the teacher does?
+
+    python -m memjax.launch --config=configs/sft_data_cpu.py --workdir=/tmp/manager_heldout \
+        --config.roles=manager --config.split=heldout --config.synthetic.seed=1 \
+        --config.synthetic.num_conversations=3
+    python tools/manager_decision_check.py /tmp/manager_heldout/trajectories.jsonl \
+        --source=<sft workdir | packaged:smollm2> [--max_new_tokens 256]
+
+Each prompt is a manager call of the oracle's trajectory: the bank the oracle keeps and the
+turn's true facts, so a decision is scored against the right one for that bank, and one wrong
+operation does not change the prompts after it (`memjax.eval.manager_decisions`). Greedy.
+Prints the well-formed rate, each operation's teacher / student / matched counts and the
+teacher-by-student table over shown memories; the last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _table(summary: dict) -> list[str]:
+    lines = [
+        f"  well-formed calls  {summary['well_formed']}/{summary['calls']}"
+        f" ({100 * summary['well_formed_rate']:.1f}%)",
+        "  operation   teacher  student  matched  (calls: teacher / student)",
+    ]
+    for kind, c in summary["operations"].items():
+        lines.append(
+            f"  {kind:<10} {c.get('teacher', 0):>8} {c.get('student', 0):>8}"
+            f" {c.get('matched', 0):>8}  ({c.get('teacher_calls', 0)} / {c.get('student_calls', 0)})"
+        )
+    lines.append("  shown memory: teacher -> student events")
+    for teacher, row in summary["confusion"].items():
+        cells = ", ".join(f"{s} {n}" for s, n in sorted(row.items())) or "-"
+        lines.append(f"    {teacher:<7} -> {cells}")
+    if summary["rejections"]:
+        lines.append(f"  rejected items: {summary['rejections']}")
+    return lines
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("trajectories", nargs="+", help="sft.make_data outputs with manager trajectories")
+    p.add_argument("--source", required=True, help="model source (an SFT workdir, packaged:...)")
+    p.add_argument("--max_new_tokens", type=int, default=256)
+    p.add_argument("--batch_size", type=int, default=8)
+    args = p.parse_args(argv)
+
+    from memjax.agents.memory_r1.models import sampler_policy
+    from memjax.checkpoints import load_model
+    from memjax.eval.manager_decisions import compare_call, summarize
+    from memjax.sft.trajectories import read_trajectories
+
+    trajectories = [
+        t for path in args.trajectories for t in read_trajectories(path) if t.role == "manager"
+    ]
+    if not trajectories:
+        print(f"{', '.join(args.trajectories)}: no manager-role trajectories", file=sys.stderr)
+        return 2
+    prompts, teacher_outputs = [], []
+    for t in trajectories:
+        for context in t.contexts:
+            prompts.append([{"role": m.role, "content": m.content} for m in context[:-1]])
+            teacher_outputs.append(context[-1].content)
+    model = load_model(args.source)
+    policy = sampler_policy(
+        model,
+        {"greedy": True, "temperature": 1.0, "max_new_tokens": args.max_new_tokens},
+        batch_size=args.batch_size,
+    )
+    outputs = policy(prompts)
+    calls = [
+        compare_call(prompt[-1]["content"], teacher, student)
+        for prompt, teacher, student in zip(prompts, teacher_outputs, outputs)
+    ]
+    summary = summarize(calls)
+    splits = sorted({t.split for t in trajectories})
+    print(f"{args.source} on {len(trajectories)} trajectories ({', '.join(splits)}), "
+          f"{summary['calls']} manager calls")  # fmt: skip
+    print("\n".join(_table(summary)))
+    print(json.dumps({"source": args.source, "split": splits, **summary}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
