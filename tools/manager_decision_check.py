@@ -43,7 +43,9 @@ def _table(summary: dict) -> list[str]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("trajectories", nargs="+", help="sft.make_data outputs with manager trajectories")
+    p.add_argument(
+        "trajectories", nargs="+", help="sft.make_data outputs with manager trajectories"
+    )
     p.add_argument("--source", required=True, help="model source (an SFT workdir, packaged:...)")
     p.add_argument("--max_new_tokens", type=int, default=256)
     p.add_argument("--batch_size", type=int, default=8)
