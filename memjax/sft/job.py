@@ -74,19 +74,16 @@ def oversample(trajectories, pattern: str, times: int) -> tuple[list, int]:
     return out, matched
 
 
-def split_trajectories(config_data) -> tuple[list, list, str]:
-    """(train, eval, how the eval set was chosen), restricted to `roles` / `max_per_role`;
-    the training contexts matching `oversample` repeated `oversample_times` times (never the
-    held-out ones: the held-out NLL stays an estimate over the data as written)."""
-    train, held, how = _split(config_data)
+def oversampled(train, config_data) -> tuple[list, int]:
+    """The training trajectories with `config_data.oversample`'s matches repeated
+    `oversample_times` times (the held-out ones never are: their NLL stays an estimate over the
+    data as written); returns (trajectories, contexts that matched)."""
     pattern = str(config_data.get("oversample", "") or "")
-    train, matched = oversample(train, pattern, int(config_data.get("oversample_times", 1)))
-    if pattern:
-        how += f"; {matched} training contexts matching {pattern!r} repeated"
-    return train, held, how
+    return oversample(train, pattern, int(config_data.get("oversample_times", 1)))
 
 
-def _split(config_data) -> tuple[list, list, str]:
+def split_trajectories(config_data) -> tuple[list, list, str]:
+    """(train, eval, how the eval set was chosen), restricted to `roles` / `max_per_role`."""
     roles = str(config_data.get("roles", "") or "")
     per_role = int(config_data.get("max_per_role", 0) or 0)
     train = select_roles(read_trajectories(config_data.train), roles, per_role)
@@ -142,14 +139,16 @@ def train_job(config, workdir) -> dict:
         raise ConfigError("--workdir: required for sft.train (checkpoints, curves, weights)")
     rc = SFTRunConfig.from_section(config.sft, "config.sft")  # fails before anything loads
     train, held, how = split_trajectories(config.data)
+    train, oversampled_contexts = oversampled(train, config.data)
     m = config.model
     dtypes = {"compute_dtype": str(m.compute_dtype)} if m.get("compute_dtype") else {}
     model = load_model(str(m.source), param_dtype=str(m.param_dtype), remat=str(m.remat), **dtypes)
     max_len = rc.batching.max_seq_len
     train_rows, train_counts = trajectory_rows(model.tokenizer, train, max_len)
     eval_rows, eval_counts = trajectory_rows(model.tokenizer, held, max_len)
+    repeated = f" ({oversampled_contexts} contexts oversampled)" if oversampled_contexts else ""
     print(
-        f"sft data: train {len(train)} trajectories -> {train_counts}; "
+        f"sft data: train {len(train)} trajectories{repeated} -> {train_counts}; "
         f"held out ({how}) {len(held)} -> {eval_counts}",
         flush=True,
     )
@@ -173,7 +172,11 @@ def train_job(config, workdir) -> dict:
             tokenizer=model.tokenizer,
         )
     summary = {
-        "train": {"trajectories": len(train), **train_counts},
+        "train": {
+            "trajectories": len(train),
+            "oversampled_contexts": oversampled_contexts,
+            **train_counts,
+        },
         "eval": {"trajectories": len(held), "chosen": how, **eval_counts},
         "epochs_planned": task.epochs,
         "history_tail": result["history"][-3:],
@@ -184,4 +187,4 @@ def train_job(config, workdir) -> dict:
     return result
 
 
-__all__ = ["train_job", "split_trajectories", "held_out", "oversample"]
+__all__ = ["train_job", "split_trajectories", "held_out", "oversample", "oversampled"]

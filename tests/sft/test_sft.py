@@ -125,7 +125,7 @@ def test_bad_trajectory_lines_name_file_line_and_field(tmp_path):
 
 
 def test_oversampling_repeats_matching_training_contexts_never_held_out_ones(tmp_path):
-    from memjax.sft.job import held_out, split_trajectories
+    from memjax.sft.job import held_out, oversampled, split_trajectories
 
     def manager_call(i, event):
         return [
@@ -143,18 +143,19 @@ def test_oversampling_repeats_matching_training_contexts_never_held_out_ones(tmp
     data = ConfigDict({"train": str(path), "eval": "", "eval_fraction": 0.25, "roles": "",
                        "max_per_role": 0, "oversample": '"event": "(DELETE|UPDATE)"',
                        "oversample_times": 3})  # fmt: skip
-    train, held, how = split_trajectories(data)
+    train, held, _ = split_trajectories(data)
+    train, matched = oversampled(train, data)
     n_train = sum(not held_out(f"m{t}", 0.25) for t in range(40))
     assert 0 < n_train < 40 and len(train) == n_train and len(held) == 40 - n_train
     # The pattern is searched in trained text only (the prompt's example does not count).
     assert all(len(t.contexts) == 1 + 3 + 1 + 3 for t in train)
     assert all(len(t.contexts) == 4 for t in held)
-    assert f"{2 * n_train} training contexts" in how
+    assert matched == 2 * n_train
 
     with pytest.raises(ConfigError, match="oversample='\\('"):
-        split_trajectories(ConfigDict({**data.to_dict(), "oversample": "("}))
+        oversampled(train, ConfigDict({**data.to_dict(), "oversample": "("}))
     with pytest.raises(ConfigError, match="oversample_times=0"):
-        split_trajectories(ConfigDict({**data.to_dict(), "oversample_times": 0}))
+        oversampled(train, ConfigDict({**data.to_dict(), "oversample_times": 0}))
 
 
 def _random_rows(n: int, seed: int = 0, lengths=None) -> list[Row]:
