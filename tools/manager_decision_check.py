@@ -17,6 +17,7 @@ teacher-by-student table over shown memories; the last line is one JSON object.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -41,6 +42,16 @@ def _table(summary: dict) -> list[str]:
     return lines
 
 
+def _write_predictions(path, call_ids, teacher_outputs, outputs, calls) -> None:
+    from memjax.memory.atomic import atomic_write_text
+
+    lines = [
+        json.dumps({"call": c, "teacher_output": t, "student_output": s, **dataclasses.asdict(d)})
+        for c, t, s, d in zip(call_ids, teacher_outputs, outputs, calls)
+    ]
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument(
@@ -49,6 +60,7 @@ def main(argv=None) -> int:
     p.add_argument("--source", required=True, help="model source (an SFT workdir, packaged:...)")
     p.add_argument("--max_new_tokens", type=int, default=256)
     p.add_argument("--batch_size", type=int, default=8)
+    p.add_argument("--predictions", default="", help="jsonl: every call's outputs and events")
     args = p.parse_args(argv)
 
     from memjax.agents.memory_r1.models import sampler_policy
@@ -62,9 +74,10 @@ def main(argv=None) -> int:
     if not trajectories:
         print(f"{', '.join(args.trajectories)}: no manager-role trajectories", file=sys.stderr)
         return 2
-    prompts, teacher_outputs = [], []
+    prompts, teacher_outputs, call_ids = [], [], []
     for t in trajectories:
-        for context in t.contexts:
+        for i, context in enumerate(t.contexts):
+            call_ids.append(f"{t.id}/{i}")
             prompts.append([{"role": m.role, "content": m.content} for m in context[:-1]])
             teacher_outputs.append(context[-1].content)
     model = load_model(args.source)
@@ -79,6 +92,8 @@ def main(argv=None) -> int:
         for prompt, teacher, student in zip(prompts, teacher_outputs, outputs)
     ]
     summary = summarize(calls)
+    if args.predictions:
+        _write_predictions(args.predictions, call_ids, teacher_outputs, outputs, calls)
     splits = sorted({t.split for t in trajectories})
     print(f"{args.source} on {len(trajectories)} trajectories ({', '.join(splits)}), "
           f"{summary['calls']} manager calls")  # fmt: skip
