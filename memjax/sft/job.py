@@ -55,7 +55,7 @@ def oversample(trajectories, pattern: str, times: int) -> tuple[list, int]:
     """Each context whose trained text matches the regex `pattern` repeated `times` times in
     its trajectory (the rare decisions a teacher makes, e.g. a manager's UPDATE and DELETE, seen
     as often as the common ones); returns (trajectories, contexts that matched)."""
-    if not pattern or times == 1:
+    if not pattern:
         return list(trajectories), 0
     if times < 1:
         raise ConfigError(f"config.data.oversample_times={times}: must be at least 1")
@@ -63,6 +63,8 @@ def oversample(trajectories, pattern: str, times: int) -> tuple[list, int]:
         regex = re.compile(pattern)
     except re.error as e:
         raise ConfigError(f"config.data.oversample={pattern!r}: not a regex ({e})") from None
+    if times == 1:
+        return list(trajectories), 0
     out, matched = [], 0
     for t in trajectories:
         contexts = []
