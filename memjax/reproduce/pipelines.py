@@ -167,6 +167,19 @@ def memory_r1_stages(section, model_source: str, seeds: tuple[int, ...]) -> list
     stages = [data, Stage("mr1_sft", SFT_CONFIG, sft_overrides, report="sft")]
     stages.append(_mr1_eval("mr1_eval_base", "base", section, f"model.source={model_source}"))
     stages.append(_mr1_eval("mr1_eval_sft", "Memory-SFT", section, "model.source={mr1_sft}"))
+    # The floor: the SFT answer agent over empty banks (fact and manager calls may write one
+    # token, so no fact and no operation comes out). Synthetic questions are partly guessable
+    # ("Should Rosa avoid cheese pizza?" yes); a manager's worth is its distance above this.
+    stages.append(
+        _mr1_eval(
+            "mr1_eval_no_memory",
+            "no memory (Memory-SFT answer agent, empty banks)",
+            section,
+            "model.source={mr1_sft}",
+            "construction.fact_max_new_tokens=1",
+            "construction.manager_max_new_tokens=1",
+        )
+    )
     for algo in _names(section.algos):
         for seed in seeds:
             stages += _mr1_rl_stages(section, algo, seed, ablation=seed == seeds[0])

@@ -130,6 +130,7 @@ def test_every_stage_of_both_papers_runs_chains_and_reports(tiny_model, tmp_path
     assert labels == [
         "base",
         "Memory-SFT",
+        "no memory (Memory-SFT answer agent, empty banks)",
         "Memory-R1-GRPO (seed 0): manager, SFT answer agent",
         "Memory-R1-GRPO (seed 0)",
     ]
