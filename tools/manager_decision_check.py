@@ -65,6 +65,7 @@ def main(argv=None) -> int:
 
     from memjax.agents.memory_r1.models import sampler_policy
     from memjax.checkpoints import load_model
+    from memjax.errors import DataError
     from memjax.eval.manager_decisions import compare_call, summarize
     from memjax.sft.trajectories import read_trajectories
 
@@ -87,10 +88,14 @@ def main(argv=None) -> int:
         batch_size=args.batch_size,
     )
     outputs = policy(prompts)
-    calls = [
-        compare_call(prompt[-1]["content"], teacher, student)
-        for prompt, teacher, student in zip(prompts, teacher_outputs, outputs)
-    ]
+    try:
+        calls = [
+            compare_call(prompt[-1]["content"], teacher, student)
+            for prompt, teacher, student in zip(prompts, teacher_outputs, outputs)
+        ]
+    except DataError as e:
+        print(f"{', '.join(args.trajectories)}: {e}", file=sys.stderr)
+        return 2
     summary = summarize(calls)
     if args.predictions:
         _write_predictions(args.predictions, call_ids, teacher_outputs, outputs, calls)

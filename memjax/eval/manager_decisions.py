@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from memjax.agents.memory_r1.id_map import IdMap
 from memjax.agents.memory_r1.manager_parser import parse_manager_output
 from memjax.agents.memory_r1.manager_prompt import MANAGER_MEMORY_TEMPLATE
+from memjax.errors import DataError
 
 SHOWN_EVENTS = ("NONE", "UPDATE", "DELETE")  # what can happen to a memory the prompt shows
 OMITTED = "omitted"
@@ -33,8 +34,13 @@ def shown_memories(prompt: str) -> IdMap:
         return IdMap((), ())
     body = prompt[start + len(_HEAD) :]
     end = body.find(_TAIL)
-    entries = json.loads(body[:end] if end >= 0 else body)
-    return IdMap.from_memories([(str(e["id"]), str(e["text"])) for e in entries])
+    try:
+        entries = json.loads(body[:end] if end >= 0 else body)
+        return IdMap.from_memories([(str(e["id"]), str(e["text"])) for e in entries])
+    except (ValueError, TypeError, KeyError) as e:  # not the default manager template's list
+        raise DataError(
+            f"manager prompt: its memory list is not [{{id, text}}, ...] ({e})"
+        ) from None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,7 +2,10 @@
 
 import json
 
+import pytest
+
 from memjax.agents.memory_r1.manager_prompt import render_manager_prompt
+from memjax.errors import DataError
 from memjax.eval.manager_decisions import OMITTED, compare_call, shown_memories, summarize
 
 MEMORIES = [
@@ -30,6 +33,9 @@ def test_the_prompts_own_memories_are_read_not_its_worked_examples():
     assert shown.texts == tuple(m["text"] for m in MEMORIES)
     assert shown.real_ids == ("0", "1", "2")
     assert len(shown_memories(render_manager_prompt([], FACTS))) == 0
+    broken = prompt.replace('{"id": "1"', '{"name": "1"')
+    with pytest.raises(DataError, match="memory list is not"):
+        shown_memories(broken)
 
 
 def test_an_update_of_the_teachers_memory_matches_and_an_add_in_its_place_does_not():
