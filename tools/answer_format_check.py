@@ -38,12 +38,16 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     from memjax.agents.memory_r1.answer_parser import parse_answer
-    from memjax.agents.memory_r1.models import sampler_policy
-    from memjax.checkpoints import load_model
+    from memjax.agents.memory_r1.models import greedy_policy
+    from memjax.errors import DataError
     from memjax.eval.scoring import mem0_scores
     from memjax.sft.trajectories import read_trajectories
 
-    trajectories = [t for t in read_trajectories(args.trajectories) if t.role == "answer"]
+    try:
+        trajectories = [t for t in read_trajectories(args.trajectories) if t.role == "answer"]
+    except DataError as e:
+        print(e, file=sys.stderr)
+        return 2
     if not trajectories:
         print(f"{args.trajectories}: no answer-role trajectories", file=sys.stderr)
         return 2
@@ -53,13 +57,7 @@ def main(argv=None) -> int:
         last = max(i for i, m in enumerate(messages) if m.role == "assistant")
         prompts.append([{"role": m.role, "content": m.content} for m in messages[:last]])
         golds.append(parse_answer(messages[last].content).answer or "")
-    model = load_model(args.source)
-    policy = sampler_policy(
-        model,
-        {"greedy": True, "temperature": 1.0, "max_new_tokens": args.max_new_tokens},
-        batch_size=args.batch_size,
-    )
-    outputs = policy(prompts)
+    outputs = greedy_policy(args.source, args.max_new_tokens, args.batch_size)(prompts)
     parsed = [parse_answer(o) for o in outputs]
     scores = [mem0_scores(a.answer, g) for a, g in zip(parsed, golds)]
     marker = _mean_and_stderr([float(a.has_marker) for a in parsed])

@@ -63,15 +63,18 @@ def main(argv=None) -> int:
     p.add_argument("--predictions", default="", help="jsonl: every call's outputs and events")
     args = p.parse_args(argv)
 
-    from memjax.agents.memory_r1.models import sampler_policy
-    from memjax.checkpoints import load_model
+    from memjax.agents.memory_r1.models import greedy_policy
     from memjax.errors import DataError
     from memjax.eval.manager_decisions import compare_call, summarize
     from memjax.sft.trajectories import read_trajectories
 
-    trajectories = [
-        t for path in args.trajectories for t in read_trajectories(path) if t.role == "manager"
-    ]
+    try:
+        trajectories = [
+            t for path in args.trajectories for t in read_trajectories(path) if t.role == "manager"
+        ]
+    except DataError as e:
+        print(e, file=sys.stderr)
+        return 2
     if not trajectories:
         print(f"{', '.join(args.trajectories)}: no manager-role trajectories", file=sys.stderr)
         return 2
@@ -81,13 +84,7 @@ def main(argv=None) -> int:
             call_ids.append(f"{t.id}/{i}")
             prompts.append([{"role": m.role, "content": m.content} for m in context[:-1]])
             teacher_outputs.append(context[-1].content)
-    model = load_model(args.source)
-    policy = sampler_policy(
-        model,
-        {"greedy": True, "temperature": 1.0, "max_new_tokens": args.max_new_tokens},
-        batch_size=args.batch_size,
-    )
-    outputs = policy(prompts)
+    outputs = greedy_policy(args.source, args.max_new_tokens, args.batch_size)(prompts)
     try:
         calls = [
             compare_call(prompt[-1]["content"], teacher, student)

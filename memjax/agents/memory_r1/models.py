@@ -100,3 +100,10 @@ def sampler_policy(
         return out
 
     return policy
+
+
+def greedy_policy(source: str, max_new_tokens: int, batch_size: int = 16) -> ChatPolicy:
+    """The model at `source` (a workdir, HF directory, packaged:...) answering greedily: what
+    the held-out checks in tools/ run."""
+    sampling = {"greedy": True, "temperature": 1.0, "max_new_tokens": max_new_tokens}
+    return sampler_policy(load_model(source), sampling, batch_size=batch_size)
