@@ -5,8 +5,8 @@
     out.tokens, out.logprobs, out.lengths, out.stop_reason       # rows [p0 g0, p0 g1, ..., p1 g0]
     out2 = continue_(out.state, [tool_response_ids, ...], sampling, rng2)   # no re-prefill
 
-Prompts are left-padded into power-of-two buckets and prefilled once per prompt (a GRPO group
-shares it); decoding runs in one jitted `lax.while_loop` over a donated KV cache (see loop.py).
+Prompts are left-padded into length buckets (`padding.bucket_length`) and prefilled once per
+prompt (a GRPO group shares it); decoding runs in one jitted `lax.while_loop` over a donated KV cache (see loop.py).
 On CPU the layers are unrolled over per-layer weights (`prepare_params`), which decodes about
 twice as fast as `lax.scan` there; pass prepared params to avoid redoing that per call.
 """

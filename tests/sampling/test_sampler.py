@@ -44,6 +44,32 @@ def test_greedy_equals_full_recompute(model):
         assert out.tokens[i].tolist() == greedy_reference(params, cfg, prompt, 10)
 
 
+def test_long_prompts_pad_to_quarter_octaves_and_decode_as_a_full_recompute(model):
+    from memjax.sampling.padding import FINE_ABOVE, bucket_length
+
+    for n in range(1, 5000):
+        b = bucket_length(n)
+        assert b >= max(n, 16)
+        if n <= FINE_ABOVE:
+            assert b & (b - 1) == 0  # powers of two, as before
+        else:
+            assert b % 256 == 0 and (b - n) < b / 5  # no bucket wastes a fifth
+    assert len({bucket_length(n) for n in range(1025, 2049)}) == 4  # 4 programs per octave
+    params, cfg = model
+    rng = np.random.default_rng(0)
+    prompts = [rng.integers(0, cfg.vocab_size, n).tolist() for n in (1100, 1030)]  # bucket 1280
+    out = sample(
+        params,
+        cfg,
+        prompts,
+        SamplingParams(max_new_tokens=4, greedy=True, weight_dtype="stored"),
+        0,
+        eos_ids=[],
+    )
+    for i, prompt in enumerate(prompts):
+        assert out.tokens[i].tolist() == greedy_reference(params, cfg, prompt, 4)
+
+
 def test_logprobs_equal_a_forward_pass_and_groups_equal_separate_prefills(model):
     params, cfg = model
     sampling = SamplingParams(
