@@ -33,6 +33,10 @@ class BatchingConfig:
     token_mean_over: str = "data"
     vocab_chunk: int = 4096
     eval_batch_rows: int = 8
+    # > 0: rows whose first `shared_prefix` tokens are equal (and untrained) share batches, and
+    # a batch's common prefix (rounded down to `bucket`) runs once, not once per row
+    # (memjax.sft.shared_prefix): e.g. 256 for the Memory-R1 manager's fixed instructions.
+    shared_prefix: int = 0
 
     FIELDS = (
         "batch_rows",
@@ -43,6 +47,7 @@ class BatchingConfig:
         "token_mean_over",
         "vocab_chunk",
         "eval_batch_rows",
+        "shared_prefix",
     )
 
     def validate(self, path: str) -> BatchingConfig:
@@ -50,6 +55,9 @@ class BatchingConfig:
             v = getattr(self, name)
             require(v >= 1, f"{path}.{name}", v, "must be >= 1")
         require(self.max_seq_len >= 2, f"{path}.max_seq_len", self.max_seq_len, "must be >= 2")
+        require(
+            self.shared_prefix >= 0, f"{path}.shared_prefix", self.shared_prefix, "must be >= 0"
+        )
         require(
             self.batch_rows % self.micro_batches == 0,
             f"{path}.micro_batches",

@@ -15,6 +15,9 @@ those short rows teach wins out of proportion (MemSearcher learned to answer wit
 `tokens_per_row` (the training data's mean trained tokens per row) fixes the denominator at
 rows x tokens_per_row, so every trained token of the data weighs the same whichever batch it
 lands in, and the loss's expectation is the data's token mean.
+
+A batch with "prefix" [B, P] (rows cut after a shared untrained prefix) runs the prefix once
+(`memjax.sft.shared_prefix`): the same loss and gradients for less compute.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from memjax.parallel import TRAIN_RULES, normalize_rules
 from memjax.rl import losses
 from memjax.rl.logprobs import sequence_logprobs
 from memjax.rl.train_step import TrainStep
+from memjax.sft.shared_prefix import prefix_logprobs
 
 
 def nll_objective(cfg, agg_mode: str, vocab_chunk: int, mesh=None, rules=None):
@@ -32,15 +36,27 @@ def nll_objective(cfg, agg_mode: str, vocab_chunk: int, mesh=None, rules=None):
     model_rules = normalize_rules(rules) if mesh is not None else None
 
     def objective(params, mb):
-        logp, _ = sequence_logprobs(
-            params,
-            cfg,
-            mb["tokens"],
-            mb["token_mask"],
-            chunk=vocab_chunk,
-            mesh=mesh,
-            rules=model_rules,
-        )  # [b, T]: log p(token t | tokens < t)
+        if "prefix" in mb:  # rows after a shared prefix (make_batch(share_prefix=...))
+            logp = prefix_logprobs(
+                params,
+                cfg,
+                mb["prefix"][:1],
+                mb["tokens"],
+                mb["token_mask"],
+                chunk=vocab_chunk,
+                mesh=mesh,
+                rules=model_rules,
+            )  # [b, T]: log p(token t | prefix, tokens < t)
+        else:
+            logp, _ = sequence_logprobs(
+                params,
+                cfg,
+                mb["tokens"],
+                mb["token_mask"],
+                chunk=vocab_chunk,
+                mesh=mesh,
+                rules=model_rules,
+            )  # [b, T]: log p(token t | tokens < t)
         mask = mb["loss_mask"]
         total = losses.aggregate_sum(-logp, mask, agg_mode)
         token_nll = losses.aggregate_sum(-logp, mask, "token-mean")

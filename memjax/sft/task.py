@@ -25,6 +25,7 @@ from memjax.rl.logprobs import make_logprob_fn
 from memjax.sft.batches import batch_plan, batches_per_epoch, make_batch
 from memjax.sft.rows import Row
 from memjax.sft.run_config import SFTRunConfig
+from memjax.sft.shared_prefix import prefix_groups
 from memjax.sft.step import sft_train_step
 from memjax.training.loop import model_spec
 from memjax.training.states import build_state, mesh_from
@@ -98,7 +99,11 @@ class SFTTask:
         """The batch plan for enough epochs to cover num_steps, as a checkpointable iterator."""
         b = self.rc.batching
         lengths = [len(r.tokens) for r in self.rows]
-        shape = dict(batch_rows=b.batch_rows, bucket=b.bucket, max_len=b.max_seq_len)
+        groups = None
+        if b.shared_prefix:  # rows that open alike batched together
+            tokens, masks = [r.tokens for r in self.rows], [r.loss_mask for r in self.rows]
+            groups = prefix_groups(tokens, masks, b.shared_prefix)
+        shape = dict(batch_rows=b.batch_rows, bucket=b.bucket, max_len=b.max_seq_len, groups=groups)
         per_epoch = batches_per_epoch(lengths, **shape)
         self.epochs = math.ceil(self.rc.loop.num_steps / per_epoch)
         plan = batch_plan(lengths, seed=self.rc.loop.seed, epochs=self.epochs, **shape)
@@ -106,7 +111,14 @@ class SFTTask:
 
     def _batch(self, indices) -> dict:
         b = self.rc.batching
-        return make_batch(self.rows, indices, self.pad_id, bucket=b.bucket, max_len=b.max_seq_len)
+        return make_batch(
+            self.rows,
+            indices,
+            self.pad_id,
+            bucket=b.bucket,
+            max_len=b.max_seq_len,
+            share_prefix=b.shared_prefix,
+        )
 
     def step(self, step: int, key) -> tuple[dict, dict]:
         t0 = time.perf_counter()
@@ -114,14 +126,17 @@ class SFTTask:
         global_batch = host_batches.to_global(batch, self.mesh, self.rules)
         self.states["policy"], m = self.train_step(self.states["policy"], global_batch)
         metrics = {k: float(v) for k, v in m.items()}
+        shared = batch["prefix"].size if "prefix" in batch else 0  # computed once, not B times
+        row_tokens = float(batch["token_mask"].sum() + shared)  # the rows' tokens, as plain
         record = {
             "loss": metrics["loss"],
             "token_nll": metrics["token_nll"],
             "trained_tokens": float(batch["loss_mask"].sum()),
             "padding": float(1.0 - batch["token_mask"].mean()),
-            "row_len": float(batch["tokens"].shape[1]),
+            "row_len": float(batch["tokens"].shape[1] + shared // len(batch["tokens"])),
+            "shared_prefix": float(shared // len(batch["tokens"])),
             "step_s": time.perf_counter() - t0,
-            "tokens_per_s": float(batch["token_mask"].sum()) / (time.perf_counter() - t0),
+            "tokens_per_s": row_tokens / (time.perf_counter() - t0),
         }
         return record, metrics
 
@@ -165,6 +180,8 @@ class SFTTask:
 
     def run_spec(self) -> dict:
         spec = {"algo": "sft", **model_spec(self.cfg), **self.data_spec}
+        if self.rc.batching.shared_prefix:  # it changes the batch plan a resume replays
+            spec["shared_prefix"] = self.rc.batching.shared_prefix
         if self.lora is not None:  # the adapters' settings and the pointer to their base
             spec["lora"] = self.lora.pointer
         return spec
