@@ -23,13 +23,15 @@ LOCOMO = "../shared/data/locomo10.json"
 
 def _sft_fields(section: ConfigDict, *, max_seq_len: int, max_per_role: int) -> None:
     """The SFT stage's fields (memjax.reproduce.pipelines reads them): 40 steps of 8 rows in
-    4 micro-batches at lr 1e-4, the settings of the measured cold starts."""
+    4 micro-batches at lr 1e-4, the settings of the measured cold starts; a role's fixed
+    instructions (the rows' common prefix of 256 tokens or more) run once per micro-batch."""
     section.sft_steps = 40
     section.sft_batch_rows = 8
     section.sft_micro_batches = 4
     section.sft_max_seq_len = max_seq_len
     section.sft_max_per_role = max_per_role
     section.sft_learning_rate = 1e-4
+    section.sft_shared_prefix = 256
 
 
 def get_config() -> ConfigDict:

@@ -45,6 +45,7 @@ def _sft_overrides(section, data_stage: str, roles: str, model_source: str) -> t
         f"sft.micro_batches={int(section.sft_micro_batches)}",
         f"sft.max_seq_len={int(section.sft_max_seq_len)}",
         f"sft.optimizer.learning_rate={float(section.sft_learning_rate)}",
+        f"sft.shared_prefix={int(section.sft_shared_prefix)}",
         "sft.optimizer.warmup_steps=2",
         f"sft.eval_every={steps}",
         f"sft.checkpoint_every={max(1, steps // 4)}",
