@@ -1,17 +1,21 @@
-"""The SFT step on rows that share a prompt: the shared prefix run once against the plain batch.
+"""The SFT step on rows that share a prompt: shared prefix and trained-token scoring, timed.
 
     python tools/bench_sft_shared_prefix.py <trajectories.jsonl> [--role manager] [--rows 4] \
         [--micro_batches 1] [--pairs 3] [--shared_prefix 256] [--source packaged:smollm2]
 
 The rows are the first `--rows` contexts of `--role` in an `sft.make_data` file (e.g. Memory-R1
-manager calls: ~1,100-1,300 prompt tokens, ~800 of them the same fixed instructions), rendered
-through the model's chat template as `sft.train` renders them. The same rows go through the real
-SFT step (`sft_train_step`, f32, token-mean NLL, SGD at rate 0 so both steps see the same
-parameters) as a plain right-padded batch and as a shared-prefix batch (`make_batch(
-share_prefix=...)`). After a warm-up call each, the two alternate step by step (tools/_pairs.py);
-the ratio is plain seconds over shared seconds (> 1: sharing is faster), the median of the
-per-pair ratios. Prints both losses (they must agree) and tokens/s; the last line is one JSON
-object.
+manager calls: ~1,200 tokens, ~830 of them the same system turn and instructions, ~70 trained),
+rendered through the model's chat template as `sft.train` renders them. The same rows go through
+the real SFT step (`sft_train_step`, f32, token-mean NLL, SGD at rate 0 so every step sees the
+same parameters) in three forms:
+  all        every position scored against the vocabulary (loss_positions = all of them, the
+             untrained ones masked), as the step did before it scored trained tokens only;
+  trained    the plain batch (`make_batch`): only the trained positions are scored;
+  shared     `make_batch(share_prefix=...)`: the common prefix runs once per micro-batch.
+All three give the same loss (printed). After a warm-up call each, two comparisons alternate
+step by step (tools/_pairs.py): trained against all, and shared against trained; each ratio is
+the slower form's seconds over the faster's (> 1: the newer form is faster), the median of the
+per-pair ratios. The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -37,6 +41,13 @@ def _rows(tokenizer, path: str, role: str, count: int) -> list:
             if len(rows) == count:
                 return rows
     raise SystemExit(f"{path}: fewer than {count} contexts of role {role!r}")
+
+
+def _all_positions(batch: dict) -> dict:
+    """The batch with every position scored (the untrained ones masked out of the loss)."""
+    B, L = batch["tokens"].shape
+    positions = np.tile(np.arange(L, dtype=np.int32), (B, 1))
+    return {**batch, "loss_positions": positions, "loss_valid": batch["loss_mask"].copy()}
 
 
 def main(argv=None) -> dict:
@@ -69,7 +80,7 @@ def main(argv=None) -> dict:
     if "prefix" not in shared:
         raise SystemExit(f"the rows share fewer than {args.shared_prefix} untrained tokens")
     prefix = shared["prefix"].shape[1]
-    optimizer = optax.sgd(0.0)  # both steps see the same parameters
+    optimizer = optax.sgd(0.0)  # every step sees the same parameters
     step = sft_train_step(model.cfg, optimizer, num_micro_batches=args.micro_batches, donate=False)
     state = init_train_state(model.params, optimizer)
     losses = {}
@@ -81,38 +92,44 @@ def main(argv=None) -> dict:
 
         return call
 
-    run_plain, run_shared = run("plain", plain), run("shared", shared)
-    run_plain()
-    run_shared()  # compiled, outside the timing
-    times = alternate(run_shared, run_plain, args.pairs)  # A = shared, B = plain
-    summary = times.summary()
+    batches = {"all": _all_positions(plain), "trained": plain, "shared": shared}
+    runs = {name: run(name, batch) for name, batch in batches.items()}
+    for call in runs.values():
+        call()  # compiled, outside the timing
+    load_after_warmup = load_average()
+    comparisons = {}
+    for new, old in (("trained", "all"), ("shared", "trained")):
+        summary = alternate(runs[new], runs[old], args.pairs).summary()
+        comparisons[f"{old}/{new}"] = summary
+        print(f"{old} / {new}: " + format_summary(summary), flush=True)
     row_tokens = int(plain["token_mask"].sum())
+    seconds = {
+        "all": comparisons["all/trained"]["peer_median_s"],
+        "trained": comparisons["shared/trained"]["peer_median_s"],
+        "shared": comparisons["shared/trained"]["memjax_median_s"],
+    }
     report = {
         "rows": len(rows),
         "row_tokens": row_tokens,
+        "trained_tokens": int(plain["loss_mask"].sum()),
         "shared_prefix_tokens": prefix,
         "plain_row_len": int(plain["tokens"].shape[1]),
         "shared_suffix_len": int(shared["tokens"].shape[1]),
         "micro_batches": args.micro_batches,
-        "loss_plain": losses["plain"],
-        "loss_shared": losses["shared"],
-        "plain_tokens_per_s": round(row_tokens / summary["peer_median_s"], 1),
-        "shared_tokens_per_s": round(row_tokens / summary["memjax_median_s"], 1),
-        **summary,
-        "load_before": load_before,
-        "load_after": load_average(),
+        "loss": {name: round(value, 6) for name, value in losses.items()},
+        "tokens_per_s": {k: round(row_tokens / v, 1) for k, v in seconds.items()},
+        "comparisons": comparisons,
+        "load": [load_before, load_after_warmup, load_average()],
     }
     print(
-        f"{len(rows)} {args.role} rows, {row_tokens} tokens, {prefix} shared: plain "
-        f"{summary['peer_median_s']:.1f} s ({report['plain_tokens_per_s']} tok/s), shared "
-        f"{summary['memjax_median_s']:.1f} s ({report['shared_tokens_per_s']} tok/s); "
-        f"loss {losses['plain']:.6f} vs {losses['shared']:.6f}"
+        f"{len(rows)} {args.role} rows, {row_tokens} tokens, {prefix} shared; tokens/s "
+        + ", ".join(f"{k} {v}" for k, v in report["tokens_per_s"].items())
+        + "; loss "
+        + ", ".join(f"{k} {v:.6f}" for k, v in losses.items())
     )
-    print("plain / shared " + format_summary(summary))
     print(json.dumps(report))
     return report
 
 
 if __name__ == "__main__":
-    np.set_printoptions(precision=4)
     main()

@@ -78,11 +78,24 @@ def batches_per_epoch(lengths, *, batch_rows: int, bucket: int, max_len: int, gr
     return sum(math.ceil(c / batch_rows) for c in counts.values())
 
 
+def _trained_positions(loss_mask: np.ndarray, bucket: int) -> dict:
+    """Where each row's trained tokens are: loss_positions [B, K] int32 (in order, padded with
+    0) and loss_valid [B, K] bool, K the most any row has rounded up to `bucket` (few shapes)."""
+    counts = loss_mask.sum(axis=1)
+    K = bucket_length(max(int(counts.max()), 1), bucket, loss_mask.shape[1])
+    positions = np.zeros((len(loss_mask), K), np.int32)
+    valid = np.arange(K)[None, :] < counts[:, None]  # [B, K]
+    for b, row in enumerate(loss_mask):
+        positions[b, : counts[b]] = np.flatnonzero(row)
+    return {"loss_positions": positions, "loss_valid": valid}
+
+
 def make_batch(
     rows: list[Row], indices, pad_id: int, *, bucket: int, max_len: int, share_prefix: int = 0
 ) -> dict:
     """Right-padded arrays for the rows at `indices`: tokens [B, L] int32, token_mask and
-    loss_mask [B, L] bool, with L the batch's bucket length.
+    loss_mask [B, L] bool, with L the batch's bucket length, and the trained tokens' positions
+    (loss_positions [B, K] int32, loss_valid [B, K] bool: the only ones the loss scores).
 
     share_prefix=N > 0: when the rows share an untrained prefix of at least N tokens (P, a
     multiple of `bucket`), the arrays hold each row's tokens after it and "prefix" [B, P] holds
@@ -107,6 +120,7 @@ def make_batch(
         token_mask[b, :n] = True
         loss_mask[b, :n] = r.loss_mask[start:]
     batch = {"tokens": tokens, "token_mask": token_mask, "loss_mask": loss_mask}
+    batch.update(_trained_positions(loss_mask, bucket))
     if start:
         batch["prefix"] = np.tile(picked[0].tokens[:start], (B, 1)).astype(np.int32)  # [B, P]
     return batch

@@ -1,16 +1,15 @@
 """Rows that open with the same prompt: the shared prefix runs once per batch.
 
-A Memory-R1 manager row is about 1,100 prompt tokens and 70 trained ones, and ~790 of the
-prompt tokens (the system turn and the fixed instructions before the memory list) are the same
-in every manager row: a plain batch of 4 rows spends 70% of its token-forwards on copies of
-them. Here a batch whose rows share their first P tokens, none of them trained, runs the decoder
+A Memory-R1 manager row is about 1,200 tokens with 70 of them trained, and its first ~830 (the
+system turn and the fixed instructions before the memory list) are the same in every manager
+row: a plain batch of 4 rows spends 70% of its token-forwards on copies of them. Here a batch whose rows share their first P tokens, none of them trained, runs the decoder
 on the prefix once (batch 1), repeats its keys and values across the rows, and runs each row's
 remainder over them, as the sampler does with a GRPO group's prompt. The repeat's gradient is
 the sum over rows, so the loss and the gradients are the plain batch's (up to the order of f32
-sums), at 790 + 4 x 320 token-forwards in place of 4 x 1,110.
+sums), at 830 + 4 x 370 token-forwards in place of 4 x 1,200.
 
     P = shared_length(token_rows, loss_masks, granularity=64, minimum=256)   # 0: nothing shared
-    logp = prefix_logprobs(params, cfg, prefix, tokens, token_mask)          # prefix [1, P]
+    states = prefix_predictors(params, cfg, prefix, tokens, token_mask)     # prefix [1, P]
 
 P is rounded down to a multiple of `granularity` so that few (prefix, remainder) shapes are
 compiled; the tokens past it go with the remainder.
@@ -26,7 +25,6 @@ import numpy as np
 
 from memjax.models import decoder
 from memjax.models.kv_cache import init_cache, repeat_rows
-from memjax.rl.logprobs import chunked_logprobs
 
 
 def shared_length(
@@ -62,21 +60,20 @@ def prefix_groups(token_rows, loss_masks, length: int) -> list[bytes | None]:
     return keys
 
 
-def prefix_logprobs(
+def prefix_predictors(
     params,
     cfg,
     prefix: jax.Array,
     tokens: jax.Array,
     token_mask: jax.Array,
     *,
-    chunk: int = 4096,
     mesh=None,
     rules=None,
 ) -> jax.Array:
-    """log p(tokens[b, t] | prefix, tokens[b, :t]) [B, L] at temperature 1.
+    """The final-norm state that predicts each token, [B, L, D]: for tokens[b, t] the state
+    after prefix + tokens[b, :t] (for t = 0, the prefix's last state).
 
-    prefix [1, P] int32 (shared by every row); tokens, token_mask [B, L], right-padded. Unlike
-    `sequence_logprobs`, position 0 has a prediction too: the prefix's last state.
+    prefix [1, P] int32 (shared by every row); tokens, token_mask [B, L], right-padded.
     """
     B, L = tokens.shape
     P = prefix.shape[1]
@@ -97,19 +94,7 @@ def prefix_logprobs(
         rules=rules,
     )  # [B, L, D]
     first = jnp.broadcast_to(prefix_hidden[:, -1:], (B, 1, hidden.shape[-1]))
-    predictors = jnp.concatenate([first, hidden[:, :-1]], axis=1)  # [B, L, D]: state before t
-    w, vocab_major = decoder.unembedding(params, cfg)
-    logp, _ = chunked_logprobs(
-        predictors,
-        w,
-        tokens,
-        vocab_major=vocab_major,
-        chunk=chunk,
-        with_entropy=False,
-        mesh=mesh,
-        rules=rules,
-    )
-    return logp
+    return jnp.concatenate([first, hidden[:, :-1]], axis=1)
 
 
-__all__ = ["shared_length", "prefix_groups", "prefix_logprobs"]
+__all__ = ["shared_length", "prefix_groups", "prefix_predictors"]

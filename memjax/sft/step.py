@@ -2,11 +2,12 @@
 step (and optimizer chain) as RL's policy update.
 
     step = sft_train_step(cfg, optimizer, agg_mode="token-mean", num_micro_batches=2)
-    state, metrics = step(state, {"tokens", "token_mask", "loss_mask"})   # [B, T] each
+    state, metrics = step(state, batch)   # sft.batches.make_batch's arrays
 
 The loss is aggregated with RL's modes (`memjax.rl.losses.AGG_MODES`): the denominator comes from
 the whole batch's loss mask before the micro-batch scan, so micro-batching does not change the
-gradient. Log-probs are the vocabulary-chunked ones of the RL step, at temperature 1.
+gradient. Log-probs are the vocabulary-chunked ones of the RL step, at temperature 1, taken at
+the trained tokens only.
 
 token-mean over a length-bucketed batch has a bias the RL step does not: a batch holds rows of
 one length only, so a batch of short answers (20 trained tokens a row) gives each of its tokens
@@ -22,13 +23,56 @@ A batch with "prefix" [B, P] (rows cut after a shared untrained prefix) runs the
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
-from memjax.parallel import TRAIN_RULES, normalize_rules
+from memjax.models import decoder
+from memjax.parallel import TRAIN_RULES, constrain, normalize_rules
 from memjax.rl import losses
-from memjax.rl.logprobs import sequence_logprobs
+from memjax.rl.logprobs import chunked_logprobs
 from memjax.rl.train_step import TrainStep
-from memjax.sft.shared_prefix import prefix_logprobs
+from memjax.sft.shared_prefix import prefix_predictors
+
+
+def trained_logprobs(params, cfg, mb, *, chunk: int, mesh=None, rules=None) -> jax.Array:
+    """log p of each row's trained tokens, [b, K] at mb["loss_positions"] (valid where
+    mb["loss_valid"]).
+
+    Only those K positions go through the unembedding: a manager row trains ~70 of its ~1,200
+    tokens, and scoring all of them against the 49k-word vocabulary would cost a fifth of the
+    step. A batch with "prefix" runs it once (`memjax.sft.shared_prefix`).
+    """
+    tokens, token_mask = mb["tokens"], mb["token_mask"]  # [b, L]
+    if "prefix" in mb:
+        states = prefix_predictors(
+            params, cfg, mb["prefix"][:1], tokens, token_mask, mesh=mesh, rules=rules
+        )  # [b, L, D]
+    else:
+        hidden, _ = decoder.forward_hidden(
+            params,
+            tokens,
+            decoder.positions_from_mask(token_mask),
+            cfg,
+            token_mask=token_mask,
+            mesh=mesh,
+            rules=rules,
+        )  # [b, L, D]
+        states = jnp.pad(hidden[:, :-1], ((0, 0), (1, 0), (0, 0)))  # the state before token t
+    positions = mb["loss_positions"]  # [b, K]
+    picked = jnp.take_along_axis(states, positions[..., None], axis=1)  # [b, K, D]
+    picked = constrain(picked, ("batch", "seq", None), mesh, rules)
+    w, vocab_major = decoder.unembedding(params, cfg)
+    logp, _ = chunked_logprobs(
+        picked,
+        w,
+        jnp.take_along_axis(tokens, positions, axis=1),
+        vocab_major=vocab_major,
+        chunk=chunk,
+        with_entropy=False,
+        mesh=mesh,
+        rules=rules,
+    )
+    return logp  # [b, K]
 
 
 def nll_objective(cfg, agg_mode: str, vocab_chunk: int, mesh=None, rules=None):
@@ -36,28 +80,10 @@ def nll_objective(cfg, agg_mode: str, vocab_chunk: int, mesh=None, rules=None):
     model_rules = normalize_rules(rules) if mesh is not None else None
 
     def objective(params, mb):
-        if "prefix" in mb:  # rows after a shared prefix (make_batch(share_prefix=...))
-            logp = prefix_logprobs(
-                params,
-                cfg,
-                mb["prefix"][:1],
-                mb["tokens"],
-                mb["token_mask"],
-                chunk=vocab_chunk,
-                mesh=mesh,
-                rules=model_rules,
-            )  # [b, T]: log p(token t | prefix, tokens < t)
-        else:
-            logp, _ = sequence_logprobs(
-                params,
-                cfg,
-                mb["tokens"],
-                mb["token_mask"],
-                chunk=vocab_chunk,
-                mesh=mesh,
-                rules=model_rules,
-            )  # [b, T]: log p(token t | tokens < t)
-        mask = mb["loss_mask"]
+        logp = trained_logprobs(
+            params, cfg, mb, chunk=vocab_chunk, mesh=mesh, rules=model_rules
+        )  # [b, K]: log p(trained token k | everything before it)
+        mask = mb["loss_valid"]  # [b, K]: the row's trained tokens, as mb["loss_mask"] has them
         total = losses.aggregate_sum(-logp, mask, agg_mode)
         token_nll = losses.aggregate_sum(-logp, mask, "token-mean")
         return total, {
