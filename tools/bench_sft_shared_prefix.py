@@ -105,8 +105,8 @@ def main(argv=None) -> dict:
     row_tokens = int(plain["token_mask"].sum())
     seconds = {
         "all": comparisons["all/trained"]["peer_median_s"],
-        "trained": comparisons["shared/trained"]["peer_median_s"],
-        "shared": comparisons["shared/trained"]["memjax_median_s"],
+        "trained": comparisons["trained/shared"]["peer_median_s"],
+        "shared": comparisons["trained/shared"]["memjax_median_s"],
     }
     report = {
         "rows": len(rows),
