@@ -2,9 +2,10 @@
 
 A Memory-R1 manager row is about 1,200 tokens with 70 of them trained, and its first ~830 (the
 system turn and the fixed instructions before the memory list) are the same in every manager
-row: a plain batch of 4 rows spends 70% of its token-forwards on copies of them. Here a batch whose rows share their first P tokens, none of them trained, runs the decoder
-on the prefix once (batch 1), repeats its keys and values across the rows, and runs each row's
-remainder over them, as the sampler does with a GRPO group's prompt. The repeat's gradient is
+row: a plain batch of 4 rows spends 70% of its token-forwards on copies of them. Here a batch
+whose rows share their first P tokens, none of them trained, runs the decoder on the prefix
+once (batch 1), repeats its keys and values across the rows, and runs each row's remainder
+over them, as the sampler does with a GRPO group's prompt. The repeat's gradient is
 the sum over rows, so the loss and the gradients are the plain batch's (up to the order of f32
 sums), at 830 + 4 x 370 token-forwards in place of 4 x 1,200.
 
