@@ -29,16 +29,16 @@ def _recomputed_logprobs(params, cfg, history, completion, temperature):
     return np.asarray(lp)[np.arange(len(completion)), completion]
 
 
+def _greedy(model, prompts, new_tokens: int):
+    """Greedy samples of `prompts` with the stored weights and no stop tokens."""
+    params, cfg = model
+    sampling = SamplingParams(max_new_tokens=new_tokens, greedy=True, weight_dtype="stored")
+    return sample(params, cfg, prompts, sampling, 0, eos_ids=[])
+
+
 def test_greedy_equals_full_recompute(model):
     params, cfg = model
-    out = sample(
-        params,
-        cfg,
-        PROMPTS,
-        SamplingParams(max_new_tokens=10, greedy=True, weight_dtype="stored"),
-        0,
-        eos_ids=[],
-    )
+    out = _greedy(model, PROMPTS, 10)
     assert out.tokens.shape == (3, 10) and out.stop_reason == ["max_tokens"] * 3
     for i, prompt in enumerate(PROMPTS):
         assert out.tokens[i].tolist() == greedy_reference(params, cfg, prompt, 10)
@@ -58,14 +58,7 @@ def test_long_prompts_pad_to_quarter_octaves_and_decode_as_a_full_recompute(mode
     params, cfg = model
     rng = np.random.default_rng(0)
     prompts = [rng.integers(0, cfg.vocab_size, n).tolist() for n in (1100, 1030)]  # bucket 1280
-    out = sample(
-        params,
-        cfg,
-        prompts,
-        SamplingParams(max_new_tokens=4, greedy=True, weight_dtype="stored"),
-        0,
-        eos_ids=[],
-    )
+    out = _greedy(model, prompts, 4)
     for i, prompt in enumerate(prompts):
         assert out.tokens[i].tolist() == greedy_reference(params, cfg, prompt, 4)
 
