@@ -17,8 +17,7 @@ Memory-R1, the paper's alternating schedule: teachers -> one SFT model for the f
 manager and answer agent; per seed and algorithm, the manager trained with the frozen SFT answer
 agent rewarding it (over snapshot banks a teacher built: on synthetic data by default the
 ground-truth oracle, standing in for the paper's GPT-4o-mini), then the answer agent trained
-over the trained manager's banks; evaluated
-are the base model, Memory-SFT, the trained manager with the SFT answer agent (the manager's
+over the trained manager's banks (their facts always the SFT extractor's); evaluated are the base model, Memory-SFT, the trained manager with the SFT answer agent (the manager's
 own effect), both trained agents, and (optionally) both trained agents without distillation.
 """
 
@@ -193,7 +192,9 @@ def _mr1_rl_stages(section, algo: str, seed: int, *, ablation: bool) -> list[Sta
     manager, answer = f"mr1_{tag}_manager", f"mr1_{tag}_answer"
     rl = _mr1_rl(section, algo, seed)
     sft_model = "model.source={mr1_sft}"
-    trained_manager = f"manager.trained={{{manager}}}/policy"
+    # RL trains the manager's operations only; the facts it manages stay the SFT extractor's,
+    # so every evaluation below differs from Memory-SFT's in the trained agents alone.
+    trained_manager = (f"manager.trained={{{manager}}}/policy", "facts.source={mr1_sft}")
     trained_answer = f"answer.trained={{{answer}}}/policy"
     teacher = str(section.snapshot_teacher)
     snapshots = (f"teacher.source={teacher}", f"teacher.name={teacher}") if teacher else ()
@@ -203,7 +204,7 @@ def _mr1_rl_stages(section, algo: str, seed: int, *, ablation: bool) -> list[Sta
         Stage(
             answer,
             MEMORY_R1_CONFIG,
-            ("job=memory_r1.train_answer", trained_manager, *rl),
+            ("job=memory_r1.train_answer", *trained_manager, *rl),
             "rl_curve",
         ),
         _mr1_eval(
@@ -211,9 +212,9 @@ def _mr1_rl_stages(section, algo: str, seed: int, *, ablation: bool) -> list[Sta
             f"{name}: manager, SFT answer agent",
             section,
             sft_model,
-            trained_manager,
+            *trained_manager,
         ),
-        _mr1_eval(f"mr1_eval_{tag}", name, section, sft_model, trained_manager, trained_answer),
+        _mr1_eval(f"mr1_eval_{tag}", name, section, sft_model, *trained_manager, trained_answer),
     ]
     if ablation and bool(section.no_distill_ablation):
         stages.append(
@@ -222,7 +223,7 @@ def _mr1_rl_stages(section, algo: str, seed: int, *, ablation: bool) -> list[Sta
                 f"{name} w/o distillation",
                 section,
                 sft_model,
-                trained_manager,
+                *trained_manager,
                 trained_answer,
                 "answer_agent.distill=False",
             )

@@ -79,6 +79,9 @@ def test_the_cpu_plan_names_only_real_fields_and_chains_sft_into_rl_and_eval():
     assert "model.source={ms_sft}" in by_name["ms_grpo_s1"].overrides
     assert "model.source={ms_grpo_s1}/policy" in by_name["ms_eval_grpo_s1"].overrides
     assert "manager.trained={mr1_grpo_s0_manager}/policy" in by_name["mr1_grpo_s0_answer"].overrides
+    # The RL manager manages the facts the SFT model extracts, in training and in evaluation.
+    for name in ("mr1_grpo_s0_answer", "mr1_eval_grpo_s0_manager", "mr1_eval_grpo_s0"):
+        assert "facts.source={mr1_sft}" in by_name[name].overrides
     final = by_name["mr1_eval_grpo_s0"].overrides
     assert "answer.trained={mr1_grpo_s0_answer}/policy" in final and "job=memory_r1.eval" in final
     # Every stage that uses another stage's output comes after it.

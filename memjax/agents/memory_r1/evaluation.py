@@ -42,9 +42,8 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     conversations = S.select_conversations(every_conversation, config.data)
     split = S.split_summary(every_conversation, config.data)
     embedder = S.load_embedder(config)
-    c, a = config.construction, config.answer_agent
-    facts = S.policy_for(config, "manager", c.fact_max_new_tokens, c.batch_size, "fact_extraction")
-    manager = S.policy_for(config, "manager", c.manager_max_new_tokens, c.batch_size, "manager")
+    a = config.answer_agent
+    facts, manager = S.fact_and_manager_policies(config)
     banks_dir = Path(config.banks_dir or workdir / "banks")
     stored = ensure_banks(
         conversations,
@@ -174,9 +173,7 @@ def build_banks_job(config, workdir) -> None:
         raise ConfigError("--workdir: memory_r1.build_banks needs a directory")
     config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
     conversations = S.select_conversations(S.load_conversations(config.data), config.data)
-    c = config.construction
-    facts = S.policy_for(config, "manager", c.fact_max_new_tokens, c.batch_size, "fact_extraction")
-    manager = S.policy_for(config, "manager", c.manager_max_new_tokens, c.batch_size, "manager")
+    facts, manager = S.fact_and_manager_policies(config)
     banks_dir = Path(config.banks_dir or Path(workdir) / "banks")
     stored = ensure_banks(
         conversations,

@@ -193,13 +193,36 @@ def embedder_identity(config: ConfigDict) -> dict:
     }
 
 
+def fact_role(config: ConfigDict) -> str:
+    """The role whose model extracts facts: "facts" when `config.facts` names its own source
+    or trained weights, else "manager" (one memory model writes the facts and manages them).
+
+    A separate extractor lets a manager trained on its decisions alone be measured end to end:
+    a model tuned on manager rows only forgets how to extract facts."""
+    own = config.get("facts")
+    return "facts" if own is not None and (own.get("source") or own.get("trained")) else "manager"
+
+
+def fact_and_manager_policies(config: ConfigDict) -> tuple[TimedPolicy, TimedPolicy]:
+    """The greedy fact extractor and memory manager that build a bank."""
+    c = config.construction
+    facts = policy_for(
+        config, fact_role(config), c.fact_max_new_tokens, c.batch_size, "fact_extraction"
+    )
+    manager = policy_for(config, "manager", c.manager_max_new_tokens, c.batch_size, "manager")
+    return facts, manager
+
+
 def bank_inputs(config: ConfigDict, role: str = "manager") -> dict:
     """What besides the conversation and the construction settings decides a bank: the model
-    that extracts facts and manages memory, the embedder, and the generation settings (greedy
-    decoding, so these fix the outputs). Batch size is left out: it does not change them."""
+    that extracts facts and manages memory (and a separate fact extractor's, when set), the
+    embedder, and the generation settings (greedy decoding, so these fix the outputs). Batch
+    size is left out: it does not change them."""
     c = config.construction
+    extractor = model_identity(config, "facts") if fact_role(config) == "facts" else {}
     return {
         **model_identity(config, role),
+        **(extractor if role == "manager" else {}),
         **embedder_identity(config),
         "construction.fact_max_new_tokens": int(c.fact_max_new_tokens),
         "construction.manager_max_new_tokens": int(c.manager_max_new_tokens),

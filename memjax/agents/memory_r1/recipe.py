@@ -14,7 +14,8 @@ memories for the manager, one preceding turn of context for fact extraction, and
 training steps (`TRAINING_STEPS`, below).
 
 `model` is the base policy; `manager`, `answer`, `teacher` and `judge` each use it unless their
-own `source` is set, and `trained` points an agent at weights a training job exported.
+own `source` is set, and `trained` points an agent at weights a training job exported. `facts`,
+the fact extractor, uses the manager's model unless its own `source` or `trained` is set.
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ def memory_r1_config(
     config.seed = 0
     config.model = ConfigDict({"source": model_source, "param_dtype": "bfloat16", "remat": "full"})
     config.manager = _agent()
+    # The fact extractor: the manager's model unless its own source or trained weights are set.
+    config.facts = _agent()
     config.answer = _agent()
     config.teacher = _agent()
     config.teacher.name = "base"  # names the snapshot cache; GPT-4o-mini in the paper

@@ -63,9 +63,7 @@ def _run_trainer(config, workdir: Path, env, model, train_examples, eval_example
 def answer_training_examples(config, workdir: Path, split: str):
     """Answer-agent examples of a split over banks the (trained) manager builds."""
     conversations = S.select_conversations(S.load_conversations(config.data), config.data, split)
-    c = config.construction
-    facts = S.policy_for(config, "manager", c.fact_max_new_tokens, c.batch_size, "fact_extraction")
-    manager = S.policy_for(config, "manager", c.manager_max_new_tokens, c.batch_size, "manager")
+    facts, manager = S.fact_and_manager_policies(config)
     stored = ensure_banks(
         conversations,
         facts,

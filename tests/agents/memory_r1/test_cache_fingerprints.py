@@ -138,3 +138,35 @@ def test_a_damaged_snapshot_description_is_rebuilt_or_named(tmp_path, capsys):
         read_cached(examples[0].snapshot)
     _, stats = build_manager_examples(*args, teacher="scripted")
     assert stats["snapshots_rebuilt"] == 1 and "unreadable turn.json" in capsys.readouterr().out
+
+
+def test_a_separate_fact_extractor_builds_the_facts_and_keys_the_bank(tmp_path, monkeypatch):
+    path = write_synthetic_locomo(tmp_path / "a.json", SyntheticConfig(num_conversations=1))
+    asked = []
+
+    def policy_for(config, role, n, b, name=None):
+        asked.append((name, role, S.agent_spec(config, role).trained))
+        scripted = {"fact_extraction": helpers.fact_policy, "manager": helpers.add_all_manager}
+        return TimedPolicy(scripted[name])
+
+    monkeypatch.setattr(S, "policy_for", policy_for)
+    config = _eval_config(path)
+    config.manager.trained = "/ckpt/manager/policy"
+    S.fact_and_manager_policies(config)
+    assert asked == [
+        ("fact_extraction", "manager", "/ckpt/manager/policy"),  # default: the manager's model
+        ("manager", "manager", "/ckpt/manager/policy"),
+    ]
+    assert not any(key.startswith("facts.") for key in S.bank_inputs(config))
+
+    asked.clear()
+    config.facts.trained = "/ckpt/sft/policy"
+    S.fact_and_manager_policies(config)
+    assert asked == [
+        ("fact_extraction", "facts", "/ckpt/sft/policy"),
+        ("manager", "manager", "/ckpt/manager/policy"),
+    ]
+    inputs = S.bank_inputs(config)
+    assert inputs["facts.trained"] == "/ckpt/sft/policy"  # another extractor: another bank
+    assert inputs["manager.trained"] == "/ckpt/manager/policy"
+    assert "facts.trained" not in S.bank_inputs(config, role="teacher")  # snapshots: teacher's
