@@ -29,18 +29,13 @@ from _pairs import alternate, format_summary, load_average
 
 
 def _rows(tokenizer, path: str, role: str, count: int) -> list:
-    from memjax.sft.rows import context_row
+    from memjax.sft.rows import role_rows
     from memjax.sft.trajectories import read_trajectories
 
-    rows = []
-    for t, trajectory in enumerate(read_trajectories(path)):
-        if trajectory.role != role:
-            continue
-        for messages in trajectory.contexts:
-            rows.append(context_row(tokenizer, messages, t))
-            if len(rows) == count:
-                return rows
-    raise SystemExit(f"{path}: fewer than {count} contexts of role {role!r}")
+    rows = role_rows(tokenizer, read_trajectories(path), role, count)
+    if len(rows) < count:
+        raise SystemExit(f"{path}: fewer than {count} contexts of role {role!r}")
+    return rows
 
 
 def _all_positions(batch: dict) -> dict:

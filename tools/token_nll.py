@@ -41,18 +41,17 @@ def main(argv=None) -> dict:
     from memjax.errors import DataError
     from memjax.rl.logprobs import make_logprob_fn
     from memjax.sft.batches import make_batch
-    from memjax.sft.rows import context_row
+    from memjax.sft.rows import role_rows
     from memjax.sft.trajectories import read_trajectories
 
     try:
-        trajectories = [t for t in read_trajectories(args.trajectories) if t.role == args.role]
+        trajectories = read_trajectories(args.trajectories)
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
         return {}
     model = load_model(args.source, param_dtype="float32")
     logprobs = make_logprob_fn(model.cfg)
-    rows = [context_row(model.tokenizer, c) for t in trajectories for c in t.contexts]
-    rows = rows[: args.rows]
+    rows = role_rows(model.tokenizer, trajectories, args.role, args.rows)
     if not rows:
         print(f"error: {args.trajectories}: no context of role {args.role!r}", file=sys.stderr)
         return {}

@@ -123,4 +123,16 @@ def trajectory_rows(tokenizer, trajectories, max_len: int) -> tuple[list[Row], d
     return rows, counts
 
 
-__all__ = ["Row", "context_row", "trajectory_rows"]
+def role_rows(tokenizer, trajectories, role: str, limit: int) -> list[Row]:
+    """The first `limit` context rows of `role`'s trajectories, in file order, uncut: a fixed
+    sample for the diagnostic and benchmark tools."""
+    rows = []
+    for t, traj in enumerate(trajectories):
+        if traj.role == role:
+            rows += [context_row(tokenizer, messages, t) for messages in traj.contexts]
+        if len(rows) >= limit:
+            break
+    return rows[:limit]
+
+
+__all__ = ["Row", "context_row", "role_rows", "trajectory_rows"]

@@ -16,7 +16,7 @@ from memjax.models import decoder
 from memjax.models.config import DecoderConfig
 from memjax.models.params import init_params
 from memjax.sft import batches as batches_lib
-from memjax.sft.rows import Row, context_row, trajectory_rows
+from memjax.sft.rows import Row, context_row, role_rows, trajectory_rows
 from memjax.sft.run_config import SFTRunConfig
 from memjax.sft.step import nll_objective
 from memjax.sft.task import SFTTask
@@ -106,6 +106,21 @@ def test_train_flag_overrides_the_default(tokenizer):
     assert tokenizer.decode(row.tokens[row.loss_mask], skip_special_tokens=False) == (
         "second<|im_end|>"
     )
+
+
+def test_role_rows_take_the_first_contexts_of_one_role_in_file_order(tokenizer):
+    def traj(role, *answers):
+        contexts = [[{"role": "user", "content": "q"}, {"role": "assistant", "content": a}]
+                    for a in answers]  # fmt: skip
+        return parse_trajectory({"role": role, "contexts": contexts}, "t.jsonl:1", role)
+
+    data = [traj("manager", "m1"), traj("memsearcher", "s1", "s2"), traj("memsearcher", "s3")]
+    rows = role_rows(tokenizer, data, "memsearcher", 3)
+    trained = [tokenizer.decode(r.tokens[r.loss_mask], skip_special_tokens=False) for r in rows]
+    assert trained == ["s1<|im_end|>", "s2<|im_end|>", "s3<|im_end|>"]
+    assert [r.trajectory for r in rows] == [1, 1, 2]
+    assert len(role_rows(tokenizer, data, "memsearcher", 2)) == 2
+    assert role_rows(tokenizer, data, "answer", 5) == []
 
 
 def test_bad_trajectory_lines_name_file_line_and_field(tmp_path):
