@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from memjax.models import decoder
 from memjax.models.config import DecoderConfig
@@ -109,6 +110,7 @@ def sequence_logprobs(
     temperature: float = 1.0,
     chunk: int = 4096,
     with_entropy: bool = False,
+    at: jax.Array | None = None,
     mesh=None,
     rules=None,
 ) -> tuple[jax.Array, jax.Array | None]:
@@ -116,18 +118,29 @@ def sequence_logprobs(
 
     tokens, token_mask: [B, T]; padding (left, right or in between) is excluded from attention
     and from positions, so a padded row scores exactly as it would unpadded.
+
+    at [B, K] int: score only these positions (`trained_positions`) and return [B, K].
+    Only they go through the unembedding: a Memory-R1 row trains ~128 of its 2,048 tokens,
+    and the unembedding of the rest would be a fifth of the step for nothing.
     """
     positions = decoder.positions_from_mask(token_mask)
     hidden, _ = decoder.forward_hidden(
         params, tokens, positions, cfg, token_mask=token_mask, mesh=mesh, rules=rules
     )  # [B, T, D]
     hidden = constrain(hidden, ("batch", "seq", None), mesh, rules)
-    next_tokens = jnp.roll(tokens, -1, axis=1)  # [B, T]: target of position t is token t+1
+    if at is None:
+        states = hidden  # position t predicts token t + 1
+        targets = jnp.roll(tokens, -1, axis=1)  # [B, T]
+    else:
+        before = jnp.maximum(at - 1, 0)  # [B, K]: the state that predicts token `at`
+        states = jnp.take_along_axis(hidden, before[..., None], axis=1)  # [B, K, D]
+        states = constrain(states, ("batch", "seq", None), mesh, rules)
+        targets = jnp.take_along_axis(tokens, at, axis=1)  # [B, K]
     w, vocab_major = decoder.unembedding(params, cfg)
     logp, entropy = chunked_logprobs(
-        hidden,
+        states,
         w,
-        next_tokens,
+        targets,
         vocab_major=vocab_major,
         temperature=temperature,
         chunk=chunk,
@@ -135,10 +148,46 @@ def sequence_logprobs(
         mesh=mesh,
         rules=rules,
     )
+    if at is not None:  # position 0 predicts nothing (as the full rows' shift gives it)
+        first = at == 0
+        logp = jnp.where(first, 0.0, logp)
+        return logp, None if entropy is None else jnp.where(first, 0.0, entropy)
     logp = _shift_right(logp)
     if entropy is not None:
         entropy = _shift_right(entropy)
     return logp, entropy
+
+
+def trained_positions(loss_mask: np.ndarray, width: int) -> dict[str, np.ndarray]:
+    """Where each row's trained tokens are, for `sequence_logprobs(at=)`: loss_positions
+    [B, width] int32 (in order, padded with 0) and loss_valid [B, width] bool. `width` must be
+    at least the most trained tokens of any row."""
+    counts = loss_mask.sum(axis=1)  # [B]
+    if counts.max(initial=0) > width:
+        raise ValueError(f"a row trains {counts.max()} tokens, more than width {width}")
+    positions = np.zeros((len(loss_mask), width), np.int32)
+    for b, row in enumerate(loss_mask):
+        positions[b, : counts[b]] = np.flatnonzero(row)
+    valid = np.arange(width)[None, :] < counts[:, None]
+    return {"loss_positions": positions, "loss_valid": valid}
+
+
+def position_width(most_trained: int, seq_len: int, floor: int = 64) -> int:
+    """K for `trained_positions`: a power of two (at least `floor`, at most seq_len) that holds
+    `most_trained` tokens, so a run compiles few step shapes however its responses vary."""
+    width = floor
+    while width < most_trained:
+        width *= 2
+    return min(width, seq_len)
+
+
+def scatter_positions(values, at, valid, mask, fill):
+    """values [B, K] at positions `at` [B, K] (where `valid`) back in a [B, T] array: `fill`
+    [B, T] wherever `mask` [B, T] (the positions `at` lists) is False. Padding slots add 0, so
+    they may repeat a position."""
+    rows = jnp.arange(values.shape[0])[:, None]  # [B, 1]
+    placed = jnp.zeros(fill.shape, values.dtype).at[rows, at].add(jnp.where(valid, values, 0))
+    return jnp.where(mask, placed, fill)
 
 
 LOGPROB_ROWS_PER_DEVICE = 4  # rows per device per chunk of the old / reference log-prob pass
@@ -153,7 +202,8 @@ def make_logprob_fn(
     rules=None,
     rows_per_device: int = LOGPROB_ROWS_PER_DEVICE,
 ):
-    """A jitted (params, tokens, token_mask) -> logp [B, T]: old and reference log-probs.
+    """A jitted (params, tokens, token_mask, at=None) -> logp [B, T] (or [B, K] at the
+    positions `at` [B, K], as `sequence_logprobs`): old and reference log-probs.
 
     The rows go through in chunks of `rows_per_device` per batch shard (a `lax.map` over a
     strided split, as the train step's micro-batches, so every chunk stays evenly sharded):
@@ -164,7 +214,7 @@ def make_logprob_fn(
     """
     shards = 1 if mesh is None else mesh.shape["data"] * mesh.shape["fsdp"]
 
-    def one(params, tokens, token_mask):
+    def one(params, tokens, token_mask, at=None):
         logp, _ = sequence_logprobs(
             params,
             cfg,
@@ -172,29 +222,37 @@ def make_logprob_fn(
             token_mask,
             temperature=temperature,
             chunk=chunk,
+            at=at,
             mesh=mesh,
             rules=rules,
         )
         return logp
 
     @jax.jit
-    def fn(params, tokens, token_mask):
-        B, T = tokens.shape
+    def fn(params, tokens, token_mask, at=None):
+        B = tokens.shape[0]
         per_chunk = rows_per_device * shards
         if per_chunk >= B or B % per_chunk:
-            return one(params, tokens, token_mask)
+            return one(params, tokens, token_mask, at)
         M = B // per_chunk
-        split = lambda x: jnp.swapaxes(x.reshape(per_chunk, M, T), 0, 1)  # [M, B/M, T]
-        batch_axes = ("batch", "seq")
+        split = lambda x: jnp.swapaxes(x.reshape(per_chunk, M, x.shape[1]), 0, 1)  # [M, B/M, .]
+        rows = (tokens, token_mask) if at is None else (tokens, token_mask, at)
 
         def body(xs):
-            tok, msk = (constrain(x, batch_axes, mesh, rules) for x in xs)
-            return one(params, tok, msk)
+            return one(params, *(constrain(x, ("batch", "seq"), mesh, rules) for x in xs))
 
-        logp = jax.lax.map(body, (split(tokens), split(token_mask)))  # [M, B/M, T]
-        return jnp.swapaxes(logp, 0, 1).reshape(B, T)
+        logp = jax.lax.map(body, tuple(split(x) for x in rows))  # [M, B/M, T or K]
+        return jnp.swapaxes(logp, 0, 1).reshape(B, -1)
 
     return fn
 
 
-__all__ = ["LOGPROB_ROWS_PER_DEVICE", "chunked_logprobs", "sequence_logprobs", "make_logprob_fn"]
+__all__ = [
+    "LOGPROB_ROWS_PER_DEVICE",
+    "chunked_logprobs",
+    "make_logprob_fn",
+    "position_width",
+    "scatter_positions",
+    "sequence_logprobs",
+    "trained_positions",
+]

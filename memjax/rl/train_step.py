@@ -35,7 +35,7 @@ from memjax.models.config import DecoderConfig
 from memjax.parallel import TRAIN_RULES, constrain, named_sharding, normalize_rules, param_shardings
 from memjax.rl import losses
 from memjax.rl.critic import critic_values
-from memjax.rl.logprobs import sequence_logprobs
+from memjax.rl.logprobs import scatter_positions, sequence_logprobs
 
 
 @jax.tree_util.register_dataclass
@@ -265,11 +265,14 @@ def policy_train_step(
     frozen_shardings: Any = None,
 ) -> TrainStep:
     """The GRPO / PPO actor step. Batch: tokens, token_mask, loss_mask, advantages, old_logp
-    ([B, T] each), ref_logp when loss_cfg.kl_coef > 0, optionally sampler_logp (for the gap). `compose`: see
-    TrainStep (LoRA: `memjax.rl.lora_state.policy_step_kwargs`)."""
+    ([B, T] each), ref_logp when loss_cfg.kl_coef > 0, optionally sampler_logp (for the gap)
+    and loss_positions / loss_valid [B, K] (`memjax.rl.logprobs.trained_positions`: then only
+    the trained tokens go through the unembedding). `compose`: see TrainStep (LoRA:
+    `memjax.rl.lora_state.policy_step_kwargs`)."""
     model_rules = normalize_rules(rules) if mesh is not None else None
 
     def objective(params, mb):
+        at = mb.get("loss_positions")  # [b, K] or None: every position is scored
         logp, entropy = sequence_logprobs(
             params,
             cfg,
@@ -278,9 +281,15 @@ def policy_train_step(
             temperature=temperature,
             chunk=vocab_chunk,
             with_entropy=True,
+            at=at,
             mesh=mesh,
             rules=model_rules,
         )
+        if at is not None:  # [b, K] -> [b, T]; untrained positions hold old_logp (ratio 1)
+            valid, mask = mb["loss_valid"], mb["loss_mask"] > 0
+            old = jax.lax.stop_gradient(mb["old_logp"])
+            logp = scatter_positions(logp, at, valid, mask, old)
+            entropy = scatter_positions(entropy, at, valid, mask, jnp.zeros_like(old))
         return losses.policy_objective(logp, entropy, mb, loss_cfg)
 
     return TrainStep(

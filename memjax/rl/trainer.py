@@ -51,7 +51,7 @@ from memjax.rl import critic as critic_lib
 from memjax.rl import host_batches, losses, train_step
 from memjax.rl import lora_state as lora_lib
 from memjax.rl.environment import Environment
-from memjax.rl.logprobs import make_logprob_fn
+from memjax.rl.logprobs import make_logprob_fn, position_width, trained_positions
 from memjax.rl.minibatches import pad_plan, padded_size, plan_mini_batches, take_rows
 from memjax.rl.optimizer import OptimizerConfig
 from memjax.rl.rollout import Completion, pack, run_episodes
@@ -61,7 +61,16 @@ from memjax.training.loop import model_spec, run_loop
 from memjax.training.sections import read_section
 from memjax.training.states import build_state, mesh_from, optimizer_from, rows_multiple
 
-POLICY_KEYS = ("tokens", "token_mask", "loss_mask", "advantages", "old_logp", "ref_logp")
+POLICY_KEYS = (
+    "tokens",
+    "token_mask",
+    "loss_mask",
+    "advantages",
+    "old_logp",
+    "ref_logp",
+    "loss_positions",
+    "loss_valid",
+)
 CRITIC_KEYS = ("tokens", "token_mask", "loss_mask", "old_values", "returns")
 
 
@@ -303,6 +312,11 @@ class RLTask:
             batch = host_batches.pad_rows(batch, host_batches.max_over_hosts(len(batch["tokens"])))
         row_traj = batch.pop("trajectory")  # [B] trajectory of each row, -1 for padding
         truncated = int(batch.pop("truncated_rows"))
+        most = int(batch["loss_mask"].sum(axis=1).max(initial=0))
+        if host_batches.multi_host():  # one K on every host: one global array
+            most = host_batches.max_over_hosts(most)
+        width = position_width(most, self.rc.seq_len)
+        batch.update(trained_positions(batch["loss_mask"], width))  # [B, K] each
         return batch, row_traj, truncated
 
     def _on_rows(self, fn, params, batch) -> np.ndarray:
@@ -312,14 +326,26 @@ class RLTask:
         out = fn(params, rows["tokens"], rows["token_mask"])
         return host_batches.to_local(out, self.mesh, self.rules)
 
+    def _on_trained(self, params, batch) -> np.ndarray:
+        """The policy's log-probs of the trained tokens, [B, T] (0 elsewhere): only those go
+        through the unembedding."""
+        rows = {k: batch[k] for k in ("tokens", "token_mask", "loss_positions")}
+        rows = host_batches.to_global(rows, self.mesh, self.rules)
+        at = rows["loss_positions"]
+        out = self.logprob_fn(params, rows["tokens"], rows["token_mask"], at)  # [B, K]
+        out = host_batches.to_local(out, self.mesh, self.rules)
+        full = np.zeros(batch["tokens"].shape, np.float32)  # [B, T]
+        r, k = np.nonzero(batch["loss_valid"])
+        full[r, batch["loss_positions"][r, k]] = out[r, k]
+        return full
+
     def _add_logprobs(self, batch) -> None:
-        policy_params = self._policy_params()
         if self.rc.old_logprobs == "trainer" or self.rc.algo == "ppo":
-            batch["old_logp"] = self._on_rows(self.logprob_fn, policy_params, batch)
+            batch["old_logp"] = self._on_trained(self._policy_params(), batch)
         else:
             batch["old_logp"] = batch["sampler_logp"]
         if self.ref_params is not None:
-            batch["ref_logp"] = self._on_rows(self.logprob_fn, self.ref_params, batch)
+            batch["ref_logp"] = self._on_trained(self.ref_params, batch)
 
     def _grpo_advantages(self, rewards, row_traj, loss_mask) -> np.ndarray:
         """[B, T]: each trajectory's group advantage on every trainable token of its contexts."""

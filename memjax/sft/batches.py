@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from memjax.rl.logprobs import trained_positions
 from memjax.sft.rows import Row
 from memjax.sft.shared_prefix import shared_length
 
@@ -81,13 +82,8 @@ def batches_per_epoch(lengths, *, batch_rows: int, bucket: int, max_len: int, gr
 def _trained_positions(loss_mask: np.ndarray, bucket: int) -> dict:
     """Where each row's trained tokens are: loss_positions [B, K] int32 (in order, padded with
     0) and loss_valid [B, K] bool, K the most any row has rounded up to `bucket` (few shapes)."""
-    counts = loss_mask.sum(axis=1)
-    K = bucket_length(max(int(counts.max()), 1), bucket, loss_mask.shape[1])
-    positions = np.zeros((len(loss_mask), K), np.int32)
-    valid = np.arange(K)[None, :] < counts[:, None]  # [B, K]
-    for b, row in enumerate(loss_mask):
-        positions[b, : counts[b]] = np.flatnonzero(row)
-    return {"loss_positions": positions, "loss_valid": valid}
+    most = max(int(loss_mask.sum(axis=1).max()), 1)
+    return trained_positions(loss_mask, bucket_length(most, bucket, loss_mask.shape[1]))
 
 
 def make_batch(

@@ -123,3 +123,49 @@ def test_critic_from_policy_is_a_copy_with_zero_head_and_aligned_values():
     expect = hidden.sum(-1) + 0.5
     np.testing.assert_allclose(v[0, 1:], expect[0, :-1], rtol=1e-5)
     assert float(v[0, 0]) == 0.0
+
+
+def test_logprobs_at_trained_positions_equal_the_full_rows():
+    params = init_params(decoder.decoder_abstract(CFG), jax.random.key(2))
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(1, CFG.vocab_size, (8, 12)).astype(np.int32)
+    token_mask = np.arange(12)[None] < rng.integers(6, 13, 8)[:, None]
+    loss_mask = token_mask & (rng.random((8, 12)) < 0.5)
+    loss_mask[0, 0] = True  # position 0 predicts nothing: 0, as the full rows give it
+    loss_mask[1] = False  # a row with no trained token
+    at = logprobs.trained_positions(loss_mask, logprobs.position_width(7, 12, floor=4))
+    assert at["loss_positions"].shape == (8, 8)
+    kw = dict(temperature=0.7, chunk=8, with_entropy=True)
+    full_lp, full_ent = logprobs.sequence_logprobs(params, CFG, tokens, token_mask, **kw)
+    lp, ent = logprobs.sequence_logprobs(
+        params, CFG, tokens, token_mask, at=jnp.asarray(at["loss_positions"]), **kw
+    )
+    valid = at["loss_valid"]
+    r, k = np.nonzero(valid)
+    where = at["loss_positions"][r, k]
+    np.testing.assert_allclose(lp[r, k], full_lp[r, where], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ent[r, k], full_ent[r, where], rtol=1e-5, atol=1e-6)
+    # Scattered back: the trained positions' values, `fill` everywhere else.
+    fill = jnp.full(tokens.shape, -9.0)
+    back = logprobs.scatter_positions(lp, at["loss_positions"], valid, loss_mask, fill)
+    np.testing.assert_allclose(np.where(loss_mask, back, 0), np.where(loss_mask, full_lp, 0),
+                               rtol=1e-5, atol=1e-6)  # fmt: skip
+    assert np.all(np.where(loss_mask, 0, back + 9.0) == 0)
+    # The old / reference pass, in chunks of rows (8 rows, 2 per chunk) and whole.
+    for rows_per_device in (2, 8):
+        fn = logprobs.make_logprob_fn(
+            CFG, temperature=0.7, chunk=8, rows_per_device=rows_per_device
+        )
+        chunked = fn(params, tokens, token_mask, jnp.asarray(at["loss_positions"]))
+        np.testing.assert_allclose(np.where(valid, chunked, 0), np.where(valid, lp, 0),
+                                   rtol=1e-5, atol=1e-6)  # fmt: skip
+
+
+def test_position_width_is_a_few_powers_of_two_and_too_narrow_is_refused():
+    assert [logprobs.position_width(n, 2048) for n in (0, 64, 65, 700, 5000)] == [
+        64, 64, 128, 1024, 2048
+    ]  # fmt: skip
+    import pytest
+
+    with pytest.raises(ValueError, match="more than width 2"):
+        logprobs.trained_positions(np.ones((1, 4), bool), 2)

@@ -156,3 +156,27 @@ def test_critic_step_fits_returns(params):
     for _ in range(10):
         state, m = step(state, cbatch)
     assert float(m["value_loss"]) < 0.5 * float(m0["value_loss"])
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_scoring_only_trained_positions_gives_the_same_update(params, sharded):
+    """loss_positions / loss_valid (the trainer's batches) change what the unembedding sees,
+    not the loss, the gradients or the metrics."""
+    from memjax.rl.logprobs import position_width, trained_positions
+
+    opt = make_optimizer(OptimizerConfig(learning_rate=1e-2, eps=1e-3, max_grad_norm=1.0))
+    batch = _batch(seed=3)
+    most = int(batch["loss_mask"].sum(axis=1).max())
+    positioned = {**batch, **trained_positions(batch["loss_mask"], position_width(most, 10, 4))}
+    kw, sh = {}, None
+    if sharded:
+        mesh = make_mesh({"data": 2, "fsdp": 2, "tensor": 2})
+        sh = train_step.train_state_shardings(decoder.decoder_abstract(CFG), opt, mesh)
+        kw = {"mesh": mesh, "state_shardings": sh}
+    step = train_step.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=2, **kw)
+    s_all, m_all = step(train_step.init_train_state(_copy(params), opt, sh), batch)
+    s_pos, m_pos = step(train_step.init_train_state(_copy(params), opt, sh), positioned)
+    for a, b in zip(jax.tree.leaves(s_all.params), jax.tree.leaves(s_pos.params)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    for k in m_all:
+        np.testing.assert_allclose(m_all[k], m_pos[k], rtol=1e-5, atol=1e-6, err_msg=k)
