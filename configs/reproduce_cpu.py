@@ -23,8 +23,9 @@ LOCOMO = "../shared/data/locomo10.json"
 
 def _sft_fields(section: ConfigDict, *, max_seq_len: int, max_per_role: int) -> None:
     """The SFT stage's fields (memjax.reproduce.pipelines reads them): 40 steps of 8 rows in
-    4 micro-batches at lr 1e-4, the settings of the measured cold starts; a role's fixed
-    instructions (the rows' common prefix of 256 tokens or more) run once per micro-batch."""
+    4 micro-batches at lr 1e-4; a role's fixed instructions (the rows' common prefix of 256
+    tokens or more) run once per micro-batch. `sft_oversample` (a regex over the trained text)
+    repeats the matching training contexts `sft_oversample_times` times."""
     section.sft_steps = 40
     section.sft_batch_rows = 8
     section.sft_micro_batches = 4
@@ -32,6 +33,8 @@ def _sft_fields(section: ConfigDict, *, max_seq_len: int, max_per_role: int) -> 
     section.sft_max_per_role = max_per_role
     section.sft_learning_rate = 1e-4
     section.sft_shared_prefix = 256
+    section.sft_oversample = ""
+    section.sft_oversample_times = 1
 
 
 def get_config() -> ConfigDict:
@@ -50,6 +53,11 @@ def get_config() -> ConfigDict:
     ms.hotpotqa = HOTPOT_SAMPLE  # 400 train / 100 eval questions, cut by id
     ms.teacher_questions = 0  # 0: all 400 training questions
     _sft_fields(ms, max_seq_len=1792, max_per_role=0)
+    # The measured MemSearcher cold start (README, SFT E): 120 steps of 4 rows, one row per
+    # micro-batch (two rows of 1,792 tokens outgrew 24 GiB), the contexts that stop to answer
+    # twice. 40 steps of 8 rows left a student that searched but rarely stopped.
+    ms.sft_steps, ms.sft_batch_rows, ms.sft_micro_batches = 120, 4, 4
+    ms.sft_oversample, ms.sft_oversample_times = "That is all the question needs", 2
     ms.grpo_steps = 4
     ms.grpo_questions_per_step = 1  # x G = 5 rollouts
     ms.grpo_train_questions = 64

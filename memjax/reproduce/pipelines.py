@@ -48,7 +48,16 @@ def _sft_overrides(section, data_stage: str, roles: str, model_source: str) -> t
         "sft.optimizer.warmup_steps=2",
         f"sft.eval_every={steps}",
         f"sft.checkpoint_every={max(1, steps // 4)}",
+        *_oversample(section),
     )
+
+
+def _oversample(section) -> tuple[str, ...]:
+    pattern = str(section.get("sft_oversample", "") or "")
+    if not pattern:
+        return ()
+    times = int(section.get("sft_oversample_times", 1))
+    return (f"data.oversample={pattern}", f"data.oversample_times={times}")
 
 
 # --- MemSearcher -------------------------------------------------------------------------
