@@ -17,8 +17,9 @@ Memory-R1, the paper's alternating schedule: teachers -> one SFT model for the f
 manager and answer agent; per seed and algorithm, the manager trained with the frozen SFT answer
 agent rewarding it (over snapshot banks a teacher built: on synthetic data by default the
 ground-truth oracle, standing in for the paper's GPT-4o-mini), then the answer agent trained
-over the trained manager's banks (their facts always the SFT extractor's); evaluated are the base model, Memory-SFT, the trained manager with the SFT answer agent (the manager's
-own effect), both trained agents, and (optionally) both trained agents without distillation.
+over the trained manager's banks (their facts always the SFT extractor's); evaluated are the
+base model, Memory-SFT, the trained manager with the SFT answer agent (the manager's own
+effect), both trained agents, and (optionally) both trained agents without distillation.
 """
 
 from __future__ import annotations

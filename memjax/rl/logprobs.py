@@ -121,7 +121,7 @@ def sequence_logprobs(
 
     at [B, K] int: score only these positions (`trained_positions`) and return [B, K].
     Only they go through the unembedding: a Memory-R1 row trains ~128 of its 2,048 tokens,
-    and the unembedding of the rest would be a fifth of the step for nothing.
+    and the unembedding of the rest would be a fifth of the step's FLOPs for nothing.
     """
     positions = decoder.positions_from_mask(token_mask)
     hidden, _ = decoder.forward_hidden(
