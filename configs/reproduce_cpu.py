@@ -54,8 +54,8 @@ def get_config() -> ConfigDict:
     ms.teacher_questions = 0  # 0: all 400 training questions
     _sft_fields(ms, max_seq_len=1792, max_per_role=0)
     # The measured MemSearcher cold start (README, SFT E): 120 steps of 4 rows, one row per
-    # micro-batch (two rows of 1,792 tokens outgrew 24 GiB), the contexts that stop to answer
-    # twice. 40 steps of 8 rows left a student that searched but rarely stopped.
+    # micro-batch (with two, rows up to 1,792 tokens outgrew 24 GiB), the contexts that stop
+    # to answer twice. 40 steps of 8 rows left a student that searched but rarely stopped.
     ms.sft_steps, ms.sft_batch_rows, ms.sft_micro_batches = 120, 4, 4
     ms.sft_oversample, ms.sft_oversample_times = "That is all the question needs", 2
     ms.grpo_steps = 4
