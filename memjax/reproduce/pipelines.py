@@ -105,7 +105,9 @@ def memsearcher_stages(section, model_source: str, seeds: tuple[int, ...]) -> li
     stages = [data, sft]
     base_agents = ",".join(["memsearcher", *_names(section.baselines)])
     stages.append(_search_eval("ms_eval_base", "base", model_source, base_agents, section))
-    stages.append(_search_eval("ms_eval_sft", "SFT", "{ms_sft}", "memsearcher", section))
+    # ReAct by the SFT model beside MemSearcher: the context-per-turn contrast with a model
+    # that searches (the base model's episodes end at turn 1).
+    stages.append(_search_eval("ms_eval_sft", "SFT", "{ms_sft}", "memsearcher,react", section))
     for seed in seeds:
         grpo = f"ms_grpo_s{seed}"
         train = (

@@ -123,6 +123,7 @@ def test_every_stage_of_both_papers_runs_chains_and_reports(tiny_model, tmp_path
         ("base", "memsearcher"),
         ("base", "react"),
         ("SFT", "memsearcher"),
+        ("SFT", "react"),  # the trained model's growing context beside MemSearcher's
         ("GRPO (seed 0)", "memsearcher"),
     }
     assert all(r["split"]["name"] == "eval" and r["em"]["n"] == 2 for r in report["memsearcher"])

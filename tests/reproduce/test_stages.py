@@ -80,6 +80,7 @@ def test_the_cpu_plan_names_only_real_fields_and_chains_sft_into_rl_and_eval():
     # MemSearcher's cold start repeats the contexts that stop to answer (README, SFT E).
     assert "data.oversample=That is all the question needs" in by_name["ms_sft"].overrides
     assert "data.oversample_times=2" in by_name["ms_sft"].overrides
+    assert "eval.agents=memsearcher,react" in by_name["ms_eval_sft"].overrides
     assert not any(o.startswith("data.oversample") for o in by_name["mr1_sft"].overrides)
     assert "model.source={ms_grpo_s1}/policy" in by_name["ms_eval_grpo_s1"].overrides
     assert "manager.trained={mr1_grpo_s0_manager}/policy" in by_name["mr1_grpo_s0_answer"].overrides
