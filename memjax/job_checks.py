@@ -55,6 +55,9 @@ def _memory_r1_sections(config) -> None:
         ),
     )
     at_least(config, 0, ("construction.fact_context_turns", "data.max_questions"))
+    from memjax.agents.memory_r1.bank_builders import builder
+
+    builder(config)
 
 
 def _paper_recipe_fields(config) -> None:

@@ -23,8 +23,8 @@ from pathlib import Path
 from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.answer_env import answer_examples, answer_messages
 from memjax.agents.memory_r1.answer_parser import parse_answer
+from memjax.agents.memory_r1.bank_builders import conversation_banks
 from memjax.agents.memory_r1.bank_ops import memory_tokens
-from memjax.agents.memory_r1.bank_store import ensure_banks
 from memjax.agents.memory_r1.models import load_agent_model
 from memjax.agents.memory_r1.recipe import from_paper_recipe
 from memjax.data.categories import ADVERSARIAL, TABLE1_ORDER
@@ -43,17 +43,8 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     split = S.split_summary(every_conversation, config.data)
     embedder = S.load_embedder(config)
     a = config.answer_agent
-    facts, manager = S.fact_and_manager_policies(config)
     banks_dir = Path(config.banks_dir or workdir / "banks")
-    stored = ensure_banks(
-        conversations,
-        facts,
-        manager,
-        embedder,
-        S.construction_settings(config),
-        banks_dir,
-        inputs=S.bank_inputs(config),
-    )
+    stored = conversation_banks(config, conversations, banks_dir, embedder)
     print(f"banks: built {stored.built or 'none'}, loaded the rest from {banks_dir}", flush=True)
 
     examples = []
@@ -173,17 +164,8 @@ def build_banks_job(config, workdir) -> None:
         raise ConfigError("--workdir: memory_r1.build_banks needs a directory")
     config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
     conversations = S.select_conversations(S.load_conversations(config.data), config.data)
-    facts, manager = S.fact_and_manager_policies(config)
     banks_dir = Path(config.banks_dir or Path(workdir) / "banks")
-    stored = ensure_banks(
-        conversations,
-        facts,
-        manager,
-        S.load_embedder(config),
-        S.construction_settings(config),
-        banks_dir,
-        inputs=S.bank_inputs(config),
-    )
+    stored = conversation_banks(config, conversations, banks_dir, S.load_embedder(config))
     for cid, bank in stored.banks.items():
         print(f"{cid}: {len(bank)} memories ({', '.join(bank.owners())})")
     print(json.dumps({"built": stored.built, "counters": dict(stored.counters)}), flush=True)

@@ -131,6 +131,9 @@ def memory_r1_config(
     config.construction.manager_max_new_tokens = 1024
     config.construction.batch_size = 32
     config.construction.max_prompt_tokens = 4096
+    # Who builds the banks: "policy" (the fact extractor and manager models) or, on synthetic
+    # data, "oracle" (the ground truth's facts and operations: the answer agent alone).
+    config.construction.builder = "policy"
 
     config.answer_agent = ConfigDict()
     config.answer_agent.k_per_speaker = 30  # 60 memories in all

@@ -25,14 +25,17 @@ import jax.numpy as jnp
 
 from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.answer_env import AnswerEnvironment, answer_examples
-from memjax.agents.memory_r1.bank_store import ensure_banks
+from memjax.agents.memory_r1.bank_builders import (
+    ORACLE,
+    conversation_banks,
+    oracle_events,
+    oracle_policies,
+)
 from memjax.agents.memory_r1.manager_env import ManagerEnvironment, ManagerSettings
 from memjax.agents.memory_r1.models import load_agent_model
 from memjax.agents.memory_r1.recipe import from_paper_recipe
 from memjax.agents.memory_r1.snapshots import build_manager_examples
 from memjax.errors import ConfigError, DataError
-
-ORACLE = "oracle"  # teacher.source: the synthetic data's ground truth builds the snapshots
 
 
 def _run_trainer(config, workdir: Path, env, model, train_examples, eval_examples, params=None):
@@ -63,16 +66,8 @@ def _run_trainer(config, workdir: Path, env, model, train_examples, eval_example
 def answer_training_examples(config, workdir: Path, split: str):
     """Answer-agent examples of a split over banks the (trained) manager builds."""
     conversations = S.select_conversations(S.load_conversations(config.data), config.data, split)
-    facts, manager = S.fact_and_manager_policies(config)
-    stored = ensure_banks(
-        conversations,
-        facts,
-        manager,
-        S.load_embedder(config),
-        S.construction_settings(config),
-        Path(config.banks_dir or workdir / "banks"),
-        inputs=S.bank_inputs(config),
-    )
+    banks_dir = Path(config.banks_dir or workdir / "banks")
+    stored = conversation_banks(config, conversations, banks_dir, S.load_embedder(config))
     k = int(config.answer_agent.k_per_speaker)
     return [
         e
@@ -96,7 +91,7 @@ def manager_training_examples(config, workdir: Path, split: str, embedder):
     conversations = S.select_conversations(S.load_conversations(config.data), config.data, split)
     if str(config.teacher.source) == ORACLE:
         groups = [[conv] for conv in conversations]  # an oracle answers for one conversation
-        events = _oracle_events(config)
+        events = oracle_events(config, "teacher.source")
     else:
         groups, events = [conversations], None
     examples, stats = [], Counter()
@@ -122,22 +117,9 @@ def manager_training_examples(config, workdir: Path, split: str, embedder):
     return examples
 
 
-def _oracle_events(config) -> dict:
-    """conversation id -> its fact-track events; refused for data that carries none."""
-    if config.data.path != "synthetic":
-        raise ConfigError(
-            f"config.teacher.source={ORACLE!r}: only synthetic data (config.data.path="
-            f"'synthetic') carries the facts and operations an oracle reads; got "
-            f"{config.data.path!r}"
-        )
-    from memjax.data.splits import synthetic_split_events
-
-    return synthetic_split_events(S.synthetic_config(config.data))
-
-
 def _snapshot_teacher(config, conversations, events=None):
     """(fact extractor, manager) ChatPolicies that build the snapshot banks; `events` (the
-    oracle's ground truth, from `_oracle_events`) when `teacher.source=oracle`."""
+    oracle's ground truth, from `oracle_events`) when `teacher.source=oracle`."""
     c = config.construction
     if str(config.teacher.source) != ORACLE:
         facts = S.policy_for(
@@ -147,19 +129,9 @@ def _snapshot_teacher(config, conversations, events=None):
             config, "teacher", c.manager_max_new_tokens, c.batch_size, "teacher_manager"
         )
         return facts, manager
-    from memjax.agents.memory_r1.construction import conversation_stream
-    from memjax.sft.teachers.memory_oracles import FactOracle, ManagerOracle
-
-    events = _oracle_events(config) if events is None else events
+    events = oracle_events(config, "teacher.source") if events is None else events
     (conv,) = conversations
-    events = events[conv.sample_id]
-    stream, context = conversation_stream(conv), int(c.fact_context_turns)
-    # A snapshot replays only the turns of its window, so the window's first turns are asked
-    # with fewer preceding turns than the whole stream gives them: the oracle knows those
-    # prompts too (each turn with 0..context-1 turns before it).
-    streams = [stream] + [stream[j : j + context] for j in range(len(stream))]
-    facts = FactOracle(streams, [events] * len(streams), context)
-    return facts, ManagerOracle(events)
+    return oracle_policies(config, conv, events, windows=True)
 
 
 def train_answer_job(config, workdir) -> None:

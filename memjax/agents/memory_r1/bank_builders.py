@@ -1,0 +1,119 @@
+"""Who builds a conversation's memory bank: the policy models or the data's ground truth.
+
+    stored = conversation_banks(config, conversations, banks_dir, embedder)
+
+`config.construction.builder`:
+  - "policy" (the default): the fact extractor and the manager models, greedily (the paper's
+    pipeline; `job_setup.fact_and_manager_policies`).
+  - "oracle": synthetic data only. Each turn's true facts and the operations they call for
+    (`memjax.sft.teachers.memory_oracles`) replayed through the same construction code: the
+    bank a perfect extractor and manager keep. It costs no model call, so an answer agent can
+    be trained and evaluated on many conversations with the manager's errors taken out.
+
+Banks are cached under banks_dir either way, keyed by who built them (bank_store).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from ml_collections import ConfigDict
+
+from memjax.agents.memory_r1 import job_setup as S
+from memjax.agents.memory_r1.bank_store import StoredBanks, ensure_banks
+from memjax.agents.memory_r1.policy import TimedPolicy
+from memjax.data.locomo_types import Conversation
+from memjax.errors import ConfigError
+
+POLICY, ORACLE = "policy", "oracle"
+BUILDERS = (POLICY, ORACLE)
+
+
+def builder(config: ConfigDict) -> str:
+    """config.construction.builder, checked (a config without the field builds with models)."""
+    name = str(config.construction.get("builder", POLICY))
+    if name not in BUILDERS:
+        raise ConfigError(
+            f"config.construction.builder={name!r}: expected one of {', '.join(BUILDERS)}"
+        )
+    if name == ORACLE:
+        require_synthetic(config, "construction.builder")
+    return name
+
+
+def require_synthetic(config: ConfigDict, field: str) -> None:
+    """An oracle reads the synthetic generator's fact tracks; other data carries none."""
+    if config.data.path != "synthetic":
+        raise ConfigError(
+            f"config.{field}={ORACLE!r}: only synthetic data (config.data.path='synthetic') "
+            f"carries the facts and operations an oracle reads; got {config.data.path!r}"
+        )
+
+
+def oracle_events(config: ConfigDict, field: str = "construction.builder") -> dict:
+    """conversation id -> its fact-track events (`field` names the setting that asked)."""
+    from memjax.data.splits import synthetic_split_events
+
+    require_synthetic(config, field)
+    return synthetic_split_events(S.synthetic_config(config.data))
+
+
+def oracle_policies(
+    config: ConfigDict, conversation: Conversation, events: dict, *, windows: bool = False
+) -> tuple[TimedPolicy, TimedPolicy]:
+    """(fact extractor, manager) that answer one conversation's prompts from its ground truth
+    (another conversation's speaker may share a name, so an oracle serves one conversation).
+
+    `windows`: also know the fact prompts of a replay that starts mid-conversation (a manager
+    snapshot replays only its window, whose first turns are asked with fewer turns before)."""
+    from memjax.agents.memory_r1.construction import conversation_stream
+    from memjax.sft.teachers.memory_oracles import FactOracle, ManagerOracle
+
+    own = events[conversation.sample_id]
+    stream = conversation_stream(conversation)
+    context = int(config.construction.fact_context_turns)
+    streams = [stream]
+    if windows:
+        streams += [stream[j : j + context] for j in range(len(stream))]
+    facts = FactOracle(streams, [own] * len(streams), context)
+    return (
+        TimedPolicy(facts, "fact_extraction"),
+        TimedPolicy(ManagerOracle(own), "manager"),
+    )
+
+
+def conversation_banks(
+    config: ConfigDict,
+    conversations: Sequence[Conversation],
+    banks_dir: str | Path,
+    embedder,
+) -> StoredBanks:
+    """The conversations' banks, built by `config.construction.builder` or loaded from
+    banks_dir when built before from the same inputs."""
+    settings = S.construction_settings(config)
+    if builder(config) == POLICY:
+        facts, manager = S.fact_and_manager_policies(config)
+        return ensure_banks(
+            conversations,
+            facts,
+            manager,
+            embedder,
+            settings,
+            banks_dir,
+            inputs=S.bank_inputs(config),
+        )
+    events = oracle_events(config)
+    inputs = {"construction.builder": ORACLE, **S.embedder_identity(config)}
+    stored = StoredBanks({}, Counter(), {}, [])
+    for conv in conversations:  # one oracle per conversation
+        facts, manager = oracle_policies(config, conv, events)
+        one = ensure_banks([conv], facts, manager, embedder, settings, banks_dir, inputs=inputs)
+        stored.banks.update(one.banks)
+        stored.counters.update(one.counters)
+        for role, seconds in one.latency.items():
+            stored.latency.setdefault(role, []).extend(seconds)
+        stored.built += one.built
+        stored.rebuilt.update(one.rebuilt)
+    return stored
