@@ -102,17 +102,49 @@ def build_report(stages: list[Stage], runner: StageRunner, judge: str) -> dict:
     ]
     plots = _copy_curves(done, runner)
     walls = {s.name: (finished[s.name] or {}).get("wall_s") for s in stages}
+    paired = _against_sft(done, runner)
     parts = ["# Reproduction", ""]
     if mr1:
         parts += ["## Memory-R1 (Table 1 shape)", "", tables.memory_r1_markdown(mr1, judge)]
+        parts += [tables.paired_markdown(paired["memory_r1"])]
     if ms:
         parts += ["## MemSearcher", "", tables.memsearcher_markdown(ms)]
+        parts += [tables.paired_markdown(paired["memsearcher"])]
     parts += ["## Stages", "", "| stage | wall time |", "|---|---:|"]
     parts += [f"| {n} | {_wall(w)} |" for n, w in walls.items()]
     if plots:
         parts += ["", "Curves: " + ", ".join(f"plots/{p}" for p in plots)]
-    body = {"memory_r1": mr1, "memsearcher": ms, "wall_s": walls, "plots": plots}
+    body = {"memory_r1": mr1, "memsearcher": ms, "against_sft": paired}
+    body |= {"wall_s": walls, "plots": plots}
     return {"markdown": "\n".join(parts) + "\n", "json": body}
+
+
+# The stage each paper's trained rows are held against, and what reads its per-question scores.
+SFT_EVALS = {"memory_r1": "mr1_eval_sft", "memsearcher": "ms_eval_sft"}
+EVAL_REPORTS = {"memory_r1": "memory_r1_eval", "memsearcher": "memsearcher_eval"}
+SCORES = {"memory_r1": tables.memory_r1_scores, "memsearcher": tables.memsearcher_scores}
+
+
+def _against_sft(done: list[Stage], runner: StageRunner) -> dict[str, list[dict]]:
+    """Every finished RL evaluation minus the SFT evaluation, question by question."""
+    out = {}
+    for paper, sft in SFT_EVALS.items():
+        evals = [s for s in done if s.report == EVAL_REPORTS[paper]]
+        reference = next((s for s in evals if s.name == sft), None)
+        trained = [s for s in evals if _is_rl(s.name)]
+        if reference is None or not trained:
+            out[paper] = []
+            continue
+        scores = SCORES[paper]
+        out[paper] = tables.paired_rows(
+            (_label(reference), scores(runner.workdir(reference.name))),
+            [(_label(s), scores(runner.workdir(s.name))) for s in trained],
+        )
+    return out
+
+
+def _is_rl(stage_name: str) -> bool:
+    return any(f"_{algo}_" in f"{stage_name}_" for algo in ("grpo", "ppo"))
 
 
 def _copy_curves(done: list[Stage], runner: StageRunner) -> list[str]:

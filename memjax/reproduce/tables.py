@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+from memjax.eval.paired import paired_difference
 from memjax.eval.qa_metrics import em_score, f1_score
 
 CATEGORIES = ("single-hop", "multi-hop", "open-domain", "temporal", "overall")
@@ -164,6 +165,67 @@ def memsearcher_markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# --- against the SFT row, question by question -----------------------------------------
+
+
+def memory_r1_scores(stage_dir: Path) -> dict[str, dict[str, float]]:
+    """question uid -> its Mem0-protocol scores (category 5 has none and is left out)."""
+    return {
+        p["uid"]: p["scores"] for p in read_jsonl(stage_dir / "predictions.jsonl") if p["scores"]
+    }
+
+
+def memsearcher_scores(stage_dir: Path, agent: str = "memsearcher") -> dict[str, dict]:
+    """question -> EM and F1 of one agent's episodes (a question is asked once per agent)."""
+    return {
+        p["question"]: {
+            "em": em_score(p["answer"], p["golden_answers"]),
+            "f1": f1_score(p["answer"], p["golden_answers"]),
+        }
+        for p in read_jsonl(stage_dir / "eval" / "predictions.jsonl")
+        if p["agent"] == agent
+    }
+
+
+def paired_rows(reference: tuple[str, dict], others: list[tuple[str, dict]]) -> list[dict]:
+    """Each other row minus the reference on the questions both scored, EM and F1: the
+    difference, the standard error of the per-question differences, and its z."""
+    label, ref = reference
+    rows = []
+    for other_label, scores in others:
+        row = {"label": other_label, "reference": label}
+        for metric in ("em", "f1"):
+            d = paired_difference(
+                {u: s[metric] for u, s in ref.items()},
+                {u: s[metric] for u, s in scores.items()},
+            )
+            row[metric] = {"mean": d.mean, "se": d.se, "z": d.z, "n": d.n}
+            row[metric] |= {"rose": d.gained, "fell": d.lost}
+        rows.append(row)
+    return rows
+
+
+def paired_markdown(rows: list[dict]) -> str:
+    if not rows:
+        return ""
+    lines = [
+        f"Against {rows[0]['reference']}, on the questions both scored (difference ± the "
+        "standard error of the per-question differences; z = difference / se):",
+        "",
+        "| method | EM diff ± se (z) | F1 diff ± se (z) | questions rose / fell (EM) | n |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        em, f1 = r["em"], r["f1"]
+        cells = [r["label"], _diff(em), _diff(f1), f"{em['rose']} / {em['fell']}", str(em["n"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _diff(d: dict) -> str:
+    return f"{100 * d['mean']:+.1f} ± {100 * d['se']:.1f} ({d['z']:+.1f})"
+
+
 # --- formatting --------------------------------------------------------------------------
 
 
@@ -190,4 +252,8 @@ __all__ = [
     "memory_r1_markdown",
     "memsearcher_rows",
     "memsearcher_markdown",
+    "memory_r1_scores",
+    "memsearcher_scores",
+    "paired_rows",
+    "paired_markdown",
 ]

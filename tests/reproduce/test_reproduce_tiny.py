@@ -138,8 +138,13 @@ def test_every_stage_of_both_papers_runs_chains_and_reports(tiny_model, tmp_path
     assert all(r["split"]["name"] == "test" for r in report["memory_r1"])
     assert all(v is not None for v in report["wall_s"].values())
     assert {"ms_sft.png", "ms_grpo_s0.png", "mr1_grpo_s0_manager.png"} <= set(report["plots"])
+    paired = report["against_sft"]
+    assert [r["label"] for r in paired["memory_r1"]] == labels[3:]
+    assert [r["label"] for r in paired["memsearcher"]] == ["GRPO (seed 0)"]
+    assert all(r["em"]["n"] == 2 for r in paired["memsearcher"])
     markdown = (root / "reproduction.md").read_text()
     assert "## Memory-R1 (Table 1 shape)" in markdown and "## MemSearcher" in markdown
+    assert markdown.count("Against ") == 2
 
     capsys.readouterr()
     job.reproduce_job(config, str(root))  # everything finished: all skipped, tables again

@@ -74,3 +74,28 @@ def test_memsearcher_rows_recompute_em_f1_per_agent(tmp_path):
     md = T.memsearcher_markdown(list(by_agent.values()))
     assert "| SFT | memsearcher | 50.0 ± 50.0 |" in md and "400 / 410 (2)" in md
     assert "eval (train 8, eval 2; cut by id)" in md
+
+
+def _mr1_predictions(d, ems):
+    d.mkdir()
+    with open(d / "predictions.jsonl", "w") as f:
+        for i, em in enumerate(ems):
+            f.write(json.dumps({"uid": f"c/{i}", "scores": {"em": em, "f1": em}}) + "\n")
+        f.write(json.dumps({"uid": "c/adv", "scores": {}}) + "\n")  # category 5: not compared
+    return d
+
+
+def test_trained_rows_are_held_against_sft_question_by_question(tmp_path):
+    sft = T.memory_r1_scores(_mr1_predictions(tmp_path / "sft", [0, 1, 0, 1, 0]))
+    rl = T.memory_r1_scores(_mr1_predictions(tmp_path / "rl", [1, 1, 1, 1, 0]))
+    worse = T.memory_r1_scores(_mr1_predictions(tmp_path / "worse", [0, 0, 0, 1, 0]))
+    rows = T.paired_rows(("Memory-SFT", sft), [("GRPO", rl), ("GRPO 2", worse)])
+    em = rows[0]["em"]
+    # differences 1, 0, 1, 0, 0: mean 0.4, sample sd sqrt(0.3)
+    assert em["n"] == 5 and em["mean"] == pytest.approx(0.4)
+    assert em["se"] == pytest.approx(math.sqrt(0.3 / 5)) and (em["rose"], em["fell"]) == (2, 0)
+    assert rows[1]["em"]["mean"] == pytest.approx(-0.2) and rows[1]["em"]["fell"] == 1
+    md = T.paired_markdown(rows)
+    assert "Against Memory-SFT" in md
+    assert "| GRPO | +40.0 ± 24.5 (+1.6) | +40.0 ± 24.5 (+1.6) | 2 / 0 | 5 |" in md
+    assert T.paired_markdown([]) == ""
