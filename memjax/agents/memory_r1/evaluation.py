@@ -23,7 +23,7 @@ from pathlib import Path
 from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.answer_env import answer_examples, answer_messages
 from memjax.agents.memory_r1.answer_parser import parse_answer
-from memjax.agents.memory_r1.bank_builders import conversation_banks
+from memjax.agents.memory_r1.bank_builders import ORACLE, builder, conversation_banks
 from memjax.agents.memory_r1.bank_ops import memory_tokens
 from memjax.agents.memory_r1.models import load_agent_model
 from memjax.agents.memory_r1.recipe import from_paper_recipe
@@ -117,7 +117,7 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
         "answers": dict(answers),
         "judge_parse": dict(tally.status) | {f"refused_{k}": n for k, n in tally.refused.items()},
     }
-    method = method or f"{S.agent_spec(config, 'answer').source}"
+    method = method or method_name(config)
     mem0 = build_report(
         results,
         method=method,
@@ -146,6 +146,20 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
         for p in predictions:
             f.write(json.dumps(p, ensure_ascii=False) + "\n")
     return {"mem0": mem0, "official": official, "predictions": predictions}
+
+
+def method_name(config) -> str:
+    """The report's row name: whose weights answer, and who built the banks."""
+
+    def weights(role: str) -> str:
+        spec = S.agent_spec(config, role)
+        return spec.trained or spec.source
+
+    if builder(config) == ORACLE:
+        return f"{weights('answer')} over oracle banks"
+    if weights("manager") == weights("answer"):
+        return weights("answer")
+    return f"{weights('answer')} over {weights('manager')}'s banks"
 
 
 def eval_job(config, workdir) -> None:

@@ -77,3 +77,14 @@ def test_the_oracle_builder_is_refused_off_synthetic_data_in_one_line():
     config.construction.builder = "gpt"
     with pytest.raises(ConfigError, match=r"expected one of policy, oracle"):
         check_job_config("memory_r1.eval", config)
+
+
+def test_the_report_names_the_trained_answer_agent_and_who_built_the_banks():
+    from memjax.agents.memory_r1.evaluation import method_name
+
+    config = _config("policy")
+    assert method_name(config) == "scripted"
+    config.answer.trained = "/ckpt/answer/policy"
+    assert method_name(config) == "/ckpt/answer/policy over scripted's banks"
+    config.construction.builder = "oracle"
+    assert method_name(config) == "/ckpt/answer/policy over oracle banks"
