@@ -64,7 +64,8 @@ def _run_trainer(config, workdir: Path, env, model, train_examples, eval_example
 
 
 def answer_training_examples(config, workdir: Path, split: str):
-    """Answer-agent examples of a split over banks the (trained) manager builds."""
+    """Answer-agent examples of a split over banks the (trained) manager builds, or the
+    ground truth with `construction.builder=oracle`."""
     conversations = S.select_conversations(S.load_conversations(config.data), config.data, split)
     banks_dir = Path(config.banks_dir or workdir / "banks")
     stored = conversation_banks(config, conversations, banks_dir, S.load_embedder(config))
