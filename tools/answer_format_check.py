@@ -18,15 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-
-
-def _mean_and_stderr(values: list[float]) -> tuple[float, float]:
-    n = len(values)
-    mean = sum(values) / n
-    var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
-    return mean, math.sqrt(var / n)
 
 
 def main(argv=None) -> int:
@@ -40,6 +32,7 @@ def main(argv=None) -> int:
     from memjax.agents.memory_r1.answer_parser import parse_answer
     from memjax.agents.memory_r1.models import greedy_policy
     from memjax.errors import DataError
+    from memjax.eval.paired import mean_se
     from memjax.eval.scoring import mem0_scores
     from memjax.sft.trajectories import read_trajectories
 
@@ -60,12 +53,12 @@ def main(argv=None) -> int:
     outputs = greedy_policy(args.source, args.max_new_tokens, args.batch_size)(prompts)
     parsed = [parse_answer(o) for o in outputs]
     scores = [mem0_scores(a.answer, g) for a, g in zip(parsed, golds)]
-    marker = _mean_and_stderr([float(a.has_marker) for a in parsed])
-    em = _mean_and_stderr([s["em"] for s in scores])
-    f1 = _mean_and_stderr([s["f1"] for s in scores])
+    marker = mean_se([float(a.has_marker) for a in parsed])
+    em = mean_se([s["em"] for s in scores])
+    f1 = mean_se([s["f1"] for s in scores])
     splits = sorted({t.split for t in trajectories})
     print(f"{args.source} on {args.trajectories} ({', '.join(splits)}), n={len(parsed)}")
-    for name, (mean, se) in (("marker", marker), ("EM", em), ("F1", f1)):
+    for name, (mean, se, _) in (("marker", marker), ("EM", em), ("F1", f1)):
         print(f"  {name:<7} {100 * mean:6.1f} +- {100 * se:.1f}")
     result = {
         "source": args.source,

@@ -2,6 +2,7 @@
 
     diff = paired_difference(before, after)     # {uid: score} each, e.g. EM of SFT and GRPO
     diff.mean, diff.se, diff.n, diff.gained, diff.lost
+    mean, se, n = mean_se(values)               # one run's mean and its standard error
 
 Both runs answer the same held-out questions, so the question's own difficulty cancels in the
 per-question difference: its standard error (the sample standard deviation of the differences
@@ -12,7 +13,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+
+
+def mean_se(values: Sequence[float]) -> tuple[float, float, int]:
+    """(mean, standard error, n); the standard error of fewer than 2 values is 0."""
+    n = len(values)
+    if n == 0:
+        return 0.0, 0.0, 0
+    mean = sum(values) / n
+    if n < 2:
+        return mean, 0.0, n
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.sqrt(var / n), n
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,12 +49,10 @@ class PairedDifference:
 def paired_difference(before: Mapping[str, float], after: Mapping[str, float]) -> PairedDifference:
     shared = sorted(set(before) & set(after))
     diffs = [float(after[u]) - float(before[u]) for u in shared]
-    n = len(diffs)
-    mean = sum(diffs) / n if n else 0.0
-    var = sum((d - mean) ** 2 for d in diffs) / (n - 1) if n > 1 else 0.0
+    mean, se, n = mean_se(diffs)
     return PairedDifference(
         mean=mean,
-        se=math.sqrt(var / n) if n > 1 else 0.0,
+        se=se,
         n=n,
         gained=sum(d > 0 for d in diffs),
         lost=sum(d < 0 for d in diffs),

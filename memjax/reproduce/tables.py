@@ -11,29 +11,15 @@ table names the split and its sizes that the stage's report names.
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
-from collections.abc import Sequence
 from pathlib import Path
 
-from memjax.eval.paired import paired_difference
+from memjax.eval.paired import mean_se, paired_difference
 from memjax.eval.qa_metrics import em_score, f1_score
 
 CATEGORIES = ("single-hop", "multi-hop", "open-domain", "temporal", "overall")
 MEM0_METRICS = ("f1", "bleu1", "j", "em")
 OPS = ("add", "update", "delete", "none")
-
-
-def mean_se(values: Sequence[float]) -> tuple[float, float, int]:
-    """(mean, standard error, n); the standard error of fewer than 2 values is 0."""
-    n = len(values)
-    if n == 0:
-        return 0.0, 0.0, 0
-    mean = sum(values) / n
-    if n < 2:
-        return mean, 0.0, n
-    var = sum((v - mean) ** 2 for v in values) / (n - 1)
-    return mean, math.sqrt(var / n), n
 
 
 def read_jsonl(path: Path) -> list[dict]:
