@@ -9,8 +9,14 @@
     (`memjax.sft.teachers.memory_oracles`) replayed through the same construction code: the
     bank a perfect extractor and manager keep. It costs no model call, so an answer agent can
     be trained and evaluated on many conversations with the manager's errors taken out.
+  - "raw_turns": every dialogue turn stored as said (LoCoMo's RAG baseline memory,
+    `raw_turns.raw_turn_bank`), any data.
+  - "observations": LoCoMo's annotated per-session facts (`observations.observation_bank`).
 
-Banks are cached under banks_dir either way, keyed by who built them (bank_store).
+The last two take no model call and seconds of embedding: they let the answer agent be
+measured on whole LoCoMo conversations, whose model-built banks cost hours on a CPU. The
+first two are cached under banks_dir, keyed by who built them (bank_store); the last two are
+rebuilt each run.
 """
 
 from __future__ import annotations
@@ -27,8 +33,13 @@ from memjax.agents.memory_r1.policy import TimedPolicy
 from memjax.data.locomo_types import Conversation
 from memjax.errors import ConfigError
 
-POLICY, ORACLE = "policy", "oracle"
-BUILDERS = (POLICY, ORACLE)
+POLICY, ORACLE, RAW_TURNS, OBSERVATIONS = "policy", "oracle", "raw_turns", "observations"
+BUILDERS = (POLICY, ORACLE, RAW_TURNS, OBSERVATIONS)
+DESCRIPTIONS = {
+    ORACLE: "oracle banks",
+    RAW_TURNS: "raw-turn banks",
+    OBSERVATIONS: "observation banks",
+}
 
 
 def builder(config: ConfigDict) -> str:
@@ -93,7 +104,10 @@ def conversation_banks(
     """The conversations' banks, built by `config.construction.builder` or loaded from
     banks_dir when built before from the same inputs."""
     settings = S.construction_settings(config)
-    if builder(config) == POLICY:
+    kind = builder(config)
+    if kind in (RAW_TURNS, OBSERVATIONS):
+        return annotated_banks(kind, conversations, embedder)
+    if kind == POLICY:
         facts, manager = S.fact_and_manager_policies(config)
         return ensure_banks(
             conversations,
@@ -117,3 +131,14 @@ def conversation_banks(
         stored.built += one.built
         stored.rebuilt.update(one.rebuilt)
     return stored
+
+
+def annotated_banks(kind: str, conversations: Sequence[Conversation], embedder) -> StoredBanks:
+    """Banks of the raw turns or of LoCoMo's observations: no model, nothing cached."""
+    from memjax.agents.memory_r1.observations import observation_bank
+    from memjax.agents.memory_r1.raw_turns import raw_turn_bank
+
+    build = raw_turn_bank if kind == RAW_TURNS else observation_bank
+    banks = {conv.sample_id: build(conv, embedder) for conv in conversations}
+    counters = Counter({f"{kind}_memories": sum(len(b) for b in banks.values())})
+    return StoredBanks(banks, counters, {}, list(banks))

@@ -23,7 +23,12 @@ from pathlib import Path
 from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.answer_env import answer_examples, answer_messages
 from memjax.agents.memory_r1.answer_parser import parse_answer
-from memjax.agents.memory_r1.bank_builders import ORACLE, builder, conversation_banks
+from memjax.agents.memory_r1.bank_builders import (
+    DESCRIPTIONS,
+    POLICY,
+    builder,
+    conversation_banks,
+)
 from memjax.agents.memory_r1.bank_ops import memory_tokens
 from memjax.agents.memory_r1.models import load_agent_model
 from memjax.agents.memory_r1.recipe import from_paper_recipe
@@ -155,8 +160,8 @@ def method_name(config) -> str:
         spec = S.agent_spec(config, role)
         return spec.trained or spec.source
 
-    if builder(config) == ORACLE:
-        return f"{weights('answer')} over oracle banks"
+    if builder(config) != POLICY:
+        return f"{weights('answer')} over {DESCRIPTIONS[builder(config)]}"
     if weights("manager") == weights("answer"):
         return weights("answer")
     return f"{weights('answer')} over {weights('manager')}'s banks"
