@@ -7,6 +7,11 @@ One model plays every role (fact extractor, manager, answer agent, judge), decod
 conv-49 is the shortest test conversation (509 turns, 156 scored questions, 40 adversarial).
 Output budgets are cut to CPU size (a 135M model that loops stops at the budget); the
 retrieval sizes (top-10 related, 30 memories per speaker) stay the paper's.
+
+Building banks with the model costs hours per conversation on 2 cores (one batched manager
+call per turn). The answer agent alone, on whole conversations, over banks no model builds:
+    --config.construction.builder=observations   # LoCoMo's annotated facts per session
+    --config.construction.builder=raw_turns      # every turn as said (LoCoMo's RAG memory)
 """
 
 from ml_collections import ConfigDict
