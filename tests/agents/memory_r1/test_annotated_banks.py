@@ -30,7 +30,14 @@ def _record(observation):
                 {"speaker": "Ann", "dia_id": "D2:1", "text": "I started painting and hiking."},
             ],
         },
-        "qa": [{"question": "Where does Ann live?", "answer": "Paris", "evidence": ["D1:1"], "category": 4}],
+        "qa": [
+            {
+                "question": "Where does Ann live?",
+                "answer": "Paris",
+                "evidence": ["D1:1"],
+                "category": 4,
+            }
+        ],
         "observation": observation,
     }
 
