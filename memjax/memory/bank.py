@@ -159,19 +159,23 @@ class MemoryBank:
     def apply_many(
         self,
         ops: Sequence[MemoryOp],
-        provenance: Provenance | None = None,
+        provenance: Provenance | Sequence[Provenance] | None = None,
         embeddings=None,
     ) -> list[OpResult]:
         """Applies ops in order (later ops see earlier ones), embedding all their texts in one
-        batch. `embeddings`: [len(ops), D] to skip the embedder."""
+        batch. `provenance`: one for all ops, or one per op. `embeddings`: [len(ops), D] to
+        skip the embedder."""
         if embeddings is None:
             texts = [op.text for op in ops if _wants_vector(op)]
             vecs = iter(self._embed(texts)) if texts else iter(())
             vectors = [next(vecs) if _wants_vector(op) else None for op in ops]
         else:
             vectors = list(np.asarray(embeddings, np.float32).reshape(len(ops), self.dim))
-        prov = provenance or Provenance()
-        return [self._apply(op, prov, v) for op, v in zip(ops, vectors)]
+        if provenance is None or isinstance(provenance, Provenance):
+            provenance = [provenance or Provenance()] * len(ops)
+        if len(provenance) != len(ops):
+            raise ValueError(f"{len(ops)} ops but {len(provenance)} provenances")
+        return [self._apply(op, p, v) for op, p, v in zip(ops, provenance, vectors)]
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         if self.embedder is None:

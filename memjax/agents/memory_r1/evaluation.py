@@ -160,8 +160,9 @@ def method_name(config) -> str:
         spec = S.agent_spec(config, role)
         return spec.trained or spec.source
 
-    if builder(config) != POLICY:
-        return f"{weights('answer')} over {DESCRIPTIONS[builder(config)]}"
+    kind = builder(config)
+    if kind != POLICY:
+        return f"{weights('answer')} over {DESCRIPTIONS[kind]}"
     if weights("manager") == weights("answer"):
         return weights("answer")
     return f"{weights('answer')} over {weights('manager')}'s banks"

@@ -74,11 +74,12 @@ def observation_bank(conversation: Conversation, embedder) -> MemoryBank:
     dates = {s.index: s.date_time for s in conversation.sessions}
     dates.update({i: d for i, d in conversation.orphan_session_dates.items() if i not in dates})
     found = [o for o in observations(conversation) if o.text]
-    bank = MemoryBank(embedder)
-    vectors = embedder.encode([o.text for o in found]) if found else []
-    for o, vector in zip(found, vectors):
-        op = bank_ops.MemoryOp(
+    ops = [
+        bank_ops.MemoryOp(
             bank_ops.ADD, text=o.text, owner=o.speaker, timestamp=dates.get(o.session, "")
         )
-        bank.apply(op, Provenance(source_turn=o.evidence[0], model_output=None), embedding=vector)
+        for o in found
+    ]
+    bank = MemoryBank(embedder)
+    bank.apply_many(ops, [Provenance(source_turn=o.evidence[0], model_output=None) for o in found])
     return bank

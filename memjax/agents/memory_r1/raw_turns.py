@@ -26,7 +26,5 @@ def raw_turn_bank(conversation: Conversation, embedder, date_only: bool = False)
         )
         for t in stream
     ]
-    vectors = embedder.encode([op.text for op in ops]) if ops else None
-    for op, t, v in zip(ops, stream, vectors if vectors is not None else []):
-        bank.apply(op, Provenance(source_turn=t.dia_id, model_output=None), embedding=v)
+    bank.apply_many(ops, [Provenance(source_turn=t.dia_id, model_output=None) for t in stream])
     return bank
