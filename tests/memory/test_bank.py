@@ -136,6 +136,19 @@ def test_model_output_parsing_and_batched_apply():
     assert len(bank.embedder.calls) == 1  # one embedding batch for the whole list
 
 
+def test_batched_apply_logs_each_op_with_its_own_provenance():
+    bank = _bank()
+    ops = [MemoryOp(O.ADD, text=t, owner="Ann") for t in ("lives in Paris", "has a cat")]
+    bank.apply_many(ops, [Provenance(source_turn="D1:1"), Provenance(source_turn="D1:2")])
+    assert [(r.op.text, r.provenance.source_turn) for r in bank.log] == [
+        ("lives in Paris", "D1:1"),
+        ("has a cat", "D1:2"),
+    ]
+    assert len(bank.embedder.calls) == 1
+    with pytest.raises(ValueError, match="2 ops but 1 provenances"):
+        bank.apply_many(ops, [Provenance(source_turn="D1:1")])
+
+
 def test_search_per_owner_and_merged():
     bank = MemoryBank(BagOfWords())
     texts = {
