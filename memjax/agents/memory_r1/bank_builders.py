@@ -123,13 +123,9 @@ def conversation_banks(
     stored = StoredBanks({}, Counter(), {}, [])
     for conv in conversations:  # one oracle per conversation
         facts, manager = oracle_policies(config, conv, events)
-        one = ensure_banks([conv], facts, manager, embedder, settings, banks_dir, inputs=inputs)
-        stored.banks.update(one.banks)
-        stored.counters.update(one.counters)
-        for role, seconds in one.latency.items():
-            stored.latency.setdefault(role, []).extend(seconds)
-        stored.built += one.built
-        stored.rebuilt.update(one.rebuilt)
+        stored.absorb(
+            ensure_banks([conv], facts, manager, embedder, settings, banks_dir, inputs=inputs)
+        )
     return stored
 
 

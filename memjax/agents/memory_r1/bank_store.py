@@ -42,6 +42,15 @@ class StoredBanks:
     built: list[str]  # conversations built in this call (the rest were loaded)
     rebuilt: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # id -> what differed
 
+    def absorb(self, other: "StoredBanks") -> None:
+        """Adds another call's banks, counters, latencies and rebuilds to these."""
+        self.banks.update(other.banks)
+        self.counters.update(other.counters)
+        for role, seconds in other.latency.items():
+            self.latency.setdefault(role, []).extend(seconds)
+        self.built += other.built
+        self.rebuilt.update(other.rebuilt)
+
 
 def bank_fingerprint(
     conversation: Conversation, settings: ConstructionSettings, inputs: dict | None = None

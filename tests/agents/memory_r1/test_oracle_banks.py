@@ -1,6 +1,8 @@
 """`construction.builder=oracle`: the synthetic ground truth builds the banks (the bank a
 perfect extractor and manager keep), with no model call, cached and keyed by who built it."""
 
+from collections import Counter
+
 import pytest
 
 from memjax.agents.memory_r1 import bank_builders
@@ -39,6 +41,12 @@ def test_oracle_banks_hold_every_current_value_and_no_stale_one(tmp_path, monkey
         assert bank_errors(stored.banks[conv.sample_id], states) == []
     # Updates and deletions happened, not only additions.
     assert stored.counters["manager_op_update"] > 0 and stored.counters["manager_op_add"] > 0
+    # The run's counters are the sum of each conversation's own build.
+    alone = [
+        bank_builders.conversation_banks(config, [c], tmp_path / c.sample_id, helpers.BagOfWords())
+        for c in conversations
+    ]
+    assert stored.counters == sum((one.counters for one in alone), Counter())
 
     again = bank_builders.conversation_banks(config, conversations, tmp_path, helpers.BagOfWords())
     assert again.built == []  # cached
