@@ -42,7 +42,7 @@ class StoredBanks:
     built: list[str]  # conversations built in this call (the rest were loaded)
     rebuilt: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # id -> what differed
 
-    def absorb(self, other: "StoredBanks") -> None:
+    def absorb(self, other: StoredBanks) -> None:
         """Adds another call's banks, counters, latencies and rebuilds to these."""
         self.banks.update(other.banks)
         self.counters.update(other.counters)
