@@ -29,7 +29,7 @@ def sft_section(learning_rate: float, batch_rows: int, max_seq_len: int) -> Conf
             "vocab_chunk": 4096,
             "eval_batch_rows": batch_rows,
             # > 0: a batch's common untrained prefix (e.g. a role's fixed instructions) runs
-            # once, not once per row, when at least this many tokens (memjax.sft.shared_prefix)
+            # once, not once per row, when at least this many tokens (memjax.models.shared_prefix)
             "shared_prefix": 0,
             "optimizer": optimizer,
             "mesh": None,

@@ -19,6 +19,7 @@ import numpy as np
 
 from memjax.models import decoder
 from memjax.models.config import DecoderConfig
+from memjax.models.shared_prefix import prefix_predictors
 from memjax.parallel import constrain
 
 _NEG = -1e30  # finite "minus infinity": exp(_NEG - m) is 0 and never NaN
@@ -101,6 +102,22 @@ def _shift_right(x: jax.Array) -> jax.Array:
     return jnp.pad(x[:, :-1], ((0, 0), (1, 0)))
 
 
+def _score(params, cfg, states, targets, temperature, chunk, with_entropy, mesh, rules):
+    """chunked_logprobs of `targets` from `states` through the model's unembedding."""
+    w, vocab_major = decoder.unembedding(params, cfg)
+    return chunked_logprobs(
+        states,
+        w,
+        targets,
+        vocab_major=vocab_major,
+        temperature=temperature,
+        chunk=chunk,
+        with_entropy=with_entropy,
+        mesh=mesh,
+        rules=rules,
+    )
+
+
 def sequence_logprobs(
     params,
     cfg: DecoderConfig,
@@ -111,6 +128,7 @@ def sequence_logprobs(
     chunk: int = 4096,
     with_entropy: bool = False,
     at: jax.Array | None = None,
+    prefix: jax.Array | None = None,
     mesh=None,
     rules=None,
 ) -> tuple[jax.Array, jax.Array | None]:
@@ -122,7 +140,21 @@ def sequence_logprobs(
     at [B, K] int: score only these positions (`trained_positions`) and return [B, K].
     Only they go through the unembedding: a Memory-R1 row trains ~128 of its 2,048 tokens,
     and the unembedding of the rest would be a fifth of the step's FLOPs for nothing.
+
+    prefix [1, P] int (needs `at`): every row continues these P tokens, which run once and
+    whose keys and values every row attends to (`memjax.models.shared_prefix`); tokens[b, 0]
+    is then predicted by the prefix's last state, so position 0 is scored too.
     """
+    if prefix is not None:
+        if at is None:
+            raise ValueError("a shared prefix scores the positions `at` only")
+        predictors = prefix_predictors(
+            params, cfg, prefix, tokens, token_mask, mesh=mesh, rules=rules
+        )  # [B, T, D]: the state that predicts token t
+        states = jnp.take_along_axis(predictors, at[..., None], axis=1)  # [B, K, D]
+        states = constrain(states, ("batch", "seq", None), mesh, rules)
+        targets = jnp.take_along_axis(tokens, at, axis=1)  # [B, K]
+        return _score(params, cfg, states, targets, temperature, chunk, with_entropy, mesh, rules)
     positions = decoder.positions_from_mask(token_mask)
     hidden, _ = decoder.forward_hidden(
         params, tokens, positions, cfg, token_mask=token_mask, mesh=mesh, rules=rules
@@ -136,17 +168,8 @@ def sequence_logprobs(
         states = jnp.take_along_axis(hidden, before[..., None], axis=1)  # [B, K, D]
         states = constrain(states, ("batch", "seq", None), mesh, rules)
         targets = jnp.take_along_axis(tokens, at, axis=1)  # [B, K]
-    w, vocab_major = decoder.unembedding(params, cfg)
-    logp, entropy = chunked_logprobs(
-        states,
-        w,
-        targets,
-        vocab_major=vocab_major,
-        temperature=temperature,
-        chunk=chunk,
-        with_entropy=with_entropy,
-        mesh=mesh,
-        rules=rules,
+    logp, entropy = _score(
+        params, cfg, states, targets, temperature, chunk, with_entropy, mesh, rules
     )
     if at is not None:  # position 0 predicts nothing (as the full rows' shift gives it)
         first = at == 0
@@ -202,19 +225,23 @@ def make_logprob_fn(
     rules=None,
     rows_per_device: int = LOGPROB_ROWS_PER_DEVICE,
 ):
-    """A jitted (params, tokens, token_mask, at=None) -> logp [B, T] (or [B, K] at the
-    positions `at` [B, K], as `sequence_logprobs`): old and reference log-probs.
+    """A jitted (params, tokens, token_mask, at=None, prefix=None) -> logp [B, T] (or [B, K] at
+    the positions `at` [B, K], as `sequence_logprobs`): old and reference log-probs.
 
     The rows go through in chunks of `rows_per_device` per batch shard (a `lax.map` over a
     strided split, as the train step's micro-batches, so every chunk stays evenly sharded):
     the trainer calls this over all the rows of a step at once, and one forward pass over
     them all needs [B, T, F] activations (66.9 GiB per v5p chip for Qwen2.5-3B's 1,024 x
     6,144-token GRPO step, against 1.1 GiB in chunks of 4 rows per device). A batch that does
-    not split into such chunks runs whole.
+    not split into such chunks runs whole. `logprob_chunks` says how many chunks a batch
+    makes.
+
+    prefix [B, P] (with `at`): each row's first P tokens, cut from `tokens` and the same for
+    every row of a chunk (`memjax.rl.shared_prompt`): each chunk runs them once.
     """
     shards = 1 if mesh is None else mesh.shape["data"] * mesh.shape["fsdp"]
 
-    def one(params, tokens, token_mask, at=None):
+    def one(params, tokens, token_mask, at=None, prefix=None):
         logp, _ = sequence_logprobs(
             params,
             cfg,
@@ -223,33 +250,41 @@ def make_logprob_fn(
             temperature=temperature,
             chunk=chunk,
             at=at,
+            prefix=None if prefix is None else prefix[:1],
             mesh=mesh,
             rules=rules,
         )
         return logp
 
     @jax.jit
-    def fn(params, tokens, token_mask, at=None):
+    def fn(params, tokens, token_mask, at=None, prefix=None):
         B = tokens.shape[0]
-        per_chunk = rows_per_device * shards
-        if per_chunk >= B or B % per_chunk:
-            return one(params, tokens, token_mask, at)
-        M = B // per_chunk
-        split = lambda x: jnp.swapaxes(x.reshape(per_chunk, M, x.shape[1]), 0, 1)  # [M, B/M, .]
-        rows = (tokens, token_mask) if at is None else (tokens, token_mask, at)
+        M = logprob_chunks(B, rows_per_device * shards)
+        if M == 1:
+            return one(params, tokens, token_mask, at, prefix)
+        split = lambda x: jnp.swapaxes(x.reshape(B // M, M, x.shape[1]), 0, 1)  # [M, B/M, .]
+        rows = (tokens, token_mask, at, prefix)
 
         def body(xs):
             return one(params, *(constrain(x, ("batch", "seq"), mesh, rules) for x in xs))
 
-        logp = jax.lax.map(body, tuple(split(x) for x in rows))  # [M, B/M, T or K]
+        logp = jax.lax.map(body, tuple(split(x) for x in rows if x is not None))  # [M, B/M, K]
         return jnp.swapaxes(logp, 0, 1).reshape(B, -1)
 
     return fn
 
 
+def logprob_chunks(rows: int, rows_per_chunk: int) -> int:
+    """How many strided chunks `make_logprob_fn` runs `rows` rows in (1: all at once)."""
+    if rows_per_chunk >= rows or rows % rows_per_chunk:
+        return 1
+    return rows // rows_per_chunk
+
+
 __all__ = [
     "LOGPROB_ROWS_PER_DEVICE",
     "chunked_logprobs",
+    "logprob_chunks",
     "make_logprob_fn",
     "position_width",
     "scatter_positions",

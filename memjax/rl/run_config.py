@@ -79,6 +79,9 @@ class RLRunConfig:
     # How a step's rows become updates (memjax.rl.minibatches): "shuffled" (`mini_batches` per
     # epoch) or "in_order" (chunks of `mini_batch_rows`, MemSearcher's trainer).
     mini_batch: MiniBatchConfig = MiniBatchConfig()
+    # > 0: a micro-batch's rows that open with at least this many equal untrained tokens (a
+    # GRPO group's prompt) run them once (memjax.rl.shared_prompt); 0 runs every row whole.
+    shared_prompt: int = 0
 
     @property
     def total_updates(self) -> int:
@@ -97,6 +100,8 @@ class RLRunConfig:
             require(ints[name] >= low, f"{path}.{name}", ints[name], f"must be >= {low}")
         for name in ("epochs", "mini_batches", "micro_batches", "vocab_chunk"):
             require(ints[name] >= 1, f"{path}.{name}", ints[name], "must be >= 1")
+        shared = ints["shared_prompt"]
+        require(shared >= 0, f"{path}.shared_prompt", shared, "must be >= 0 (0: off)")
         advantage = read_section(AdvantageConfig, values.get("advantage"), f"{path}.advantage")
         if algo == "grpo" and advantage.singleton_group == "zero":
             require(
@@ -157,6 +162,7 @@ _INT_FIELDS = {
     "mini_batches": 1,
     "micro_batches": 1,
     "vocab_chunk": 4096,
+    "shared_prompt": 0,
     "mini_batch_rows": 0,
     "mini_batch_shards": 1,
 }

@@ -267,7 +267,8 @@ def policy_train_step(
     """The GRPO / PPO actor step. Batch: tokens, token_mask, loss_mask, advantages, old_logp
     ([B, T] each), ref_logp when loss_cfg.kl_coef > 0, optionally sampler_logp (for the gap)
     and loss_positions / loss_valid [B, K] (`memjax.rl.logprobs.trained_positions`: then only
-    the trained tokens go through the unembedding). `compose`: see TrainStep (LoRA:
+    the trained tokens go through the unembedding), optionally "prefix" [B, P] with the rows
+    cut after it (`memjax.rl.shared_prompt`: each micro-batch runs it once). `compose`: see TrainStep (LoRA:
     `memjax.rl.lora_state.policy_step_kwargs`)."""
     model_rules = normalize_rules(rules) if mesh is not None else None
 
@@ -282,6 +283,7 @@ def policy_train_step(
             chunk=vocab_chunk,
             with_entropy=True,
             at=at,
+            prefix=mb["prefix"][:1] if "prefix" in mb else None,  # memjax.rl.shared_prompt
             mesh=mesh,
             rules=model_rules,
         )

@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from memjax import distributed
+from memjax.errors import ConfigError
 from memjax.models.config import DecoderConfig
 from memjax.models.decoder import decoder_abstract
 from memjax.models.lora import lora_abstract
@@ -51,11 +52,18 @@ from memjax.rl import critic as critic_lib
 from memjax.rl import host_batches, losses, train_step
 from memjax.rl import lora_state as lora_lib
 from memjax.rl.environment import Environment
-from memjax.rl.logprobs import make_logprob_fn, position_width, trained_positions
+from memjax.rl.logprobs import (
+    LOGPROB_ROWS_PER_DEVICE,
+    logprob_chunks,
+    make_logprob_fn,
+    position_width,
+    trained_positions,
+)
 from memjax.rl.minibatches import pad_plan, padded_size, plan_mini_batches, take_rows
 from memjax.rl.optimizer import OptimizerConfig
 from memjax.rl.rollout import Completion, pack, run_episodes
 from memjax.rl.run_config import ALGOS, RLRunConfig
+from memjax.rl.shared_prompt import SHARED_PROMPT_GRANULARITY, restore_order, share_prompts
 from memjax.sampling.sampling_params import SamplingParams
 from memjax.training.loop import model_spec, run_loop
 from memjax.training.sections import read_section
@@ -155,6 +163,11 @@ class RLTask:
     ):
         if rc.lora is not None:
             cfg = cfg.replace(lora=rc.lora)
+        if rc.shared_prompt and host_batches.multi_host():
+            raise ConfigError(
+                "config.rl.shared_prompt: one host only (a global micro-batch holds every "
+                "host's rows, which share no prompt); set it to 0"
+            )
         self.rc, self.env, self.cfg = rc, env, cfg
         self.eos_ids, self.pad_id = tuple(eos_ids), pad_id
         self.label = rc.algo
@@ -329,11 +342,13 @@ class RLTask:
     def _on_trained(self, params, batch) -> np.ndarray:
         """The policy's log-probs of the trained tokens, [B, T] (0 elsewhere): only those go
         through the unembedding."""
-        rows = {k: batch[k] for k in ("tokens", "token_mask", "loss_positions")}
+        keys = ("tokens", "token_mask", "loss_mask", "loss_positions", "loss_valid")
+        rows, order = self._share_prompts({k: batch[k] for k in keys}, self.logprob_chunks)
         rows = host_batches.to_global(rows, self.mesh, self.rules)
-        at = rows["loss_positions"]
-        out = self.logprob_fn(params, rows["tokens"], rows["token_mask"], at)  # [B, K]
-        out = host_batches.to_local(out, self.mesh, self.rules)
+        out = self.logprob_fn(
+            params, rows["tokens"], rows["token_mask"], rows["loss_positions"], rows.get("prefix")
+        )  # [B, K]
+        out = restore_order(host_batches.to_local(out, self.mesh, self.rules), order)
         full = np.zeros(batch["tokens"].shape, np.float32)  # [B, T]
         r, k = np.nonzero(batch["loss_valid"])
         full[r, batch["loss_positions"][r, k]] = out[r, k]
@@ -401,9 +416,26 @@ class RLTask:
             plan += [np.zeros(0, np.int64)] * (host_batches.max_over_hosts(len(plan)) - len(plan))
         return pad_plan(plan, self.mini_batch_size)
 
+    def _share_prompts(self, rows: dict, chunks) -> tuple[dict, np.ndarray]:
+        """With rl.shared_prompt, `rows` regrouped so that each of its `chunks(B)` chunks runs
+        the prompt its rows share once (memjax.rl.shared_prompt); else as they are."""
+        B = len(rows["tokens"])
+        if not self.rc.shared_prompt:
+            return rows, np.arange(B)
+        return share_prompts(
+            rows, chunks(B), granularity=SHARED_PROMPT_GRANULARITY, minimum=self.rc.shared_prompt
+        )
+
+    def logprob_chunks(self, rows: int) -> int:
+        """The chunks `make_logprob_fn` splits `rows` rows into."""
+        shards = 1 if self.mesh is None else self.mesh.shape["data"] * self.mesh.shape["fsdp"]
+        return logprob_chunks(rows, LOGPROB_ROWS_PER_DEVICE * shards)
+
     def _update_one(self, mb) -> dict:
         keys = (*POLICY_KEYS, "sampler_logp")
-        pb = host_batches.to_global({k: mb[k] for k in keys if k in mb}, self.mesh, self.rules)
+        pb = {k: mb[k] for k in keys if k in mb}
+        pb, _ = self._share_prompts(pb, lambda _: self.rc.micro_batches)
+        pb = host_batches.to_global(pb, self.mesh, self.rules)
         self.states["policy"], metrics = self.policy_step(self.states["policy"], pb)
         if self.rc.algo == "ppo":
             cb = host_batches.to_global({k: mb[k] for k in CRITIC_KEYS}, self.mesh, self.rules)

@@ -11,7 +11,7 @@ batch has the same number of rows and every row is seen at least once per epoch.
 
 With `groups` (one bytes key or None per row, `shared_prefix.prefix_groups`), a bucket is also
 split by group, so rows that open with the same prompt share batches; `make_batch(
-share_prefix=N)` then cuts their common prefix out (`memjax.sft.shared_prefix`).
+share_prefix=N)` then cuts their common prefix out (`memjax.models.shared_prefix`).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import math
 
 import numpy as np
 
+from memjax.models.shared_prefix import shared_length
 from memjax.rl.logprobs import trained_positions
 from memjax.sft.rows import Row
-from memjax.sft.shared_prefix import shared_length
 
 
 def bucket_length(length: int, bucket: int, max_len: int) -> int:

@@ -35,7 +35,7 @@ class BatchingConfig:
     eval_batch_rows: int = 8
     # > 0: rows whose first `shared_prefix` tokens are equal (and untrained) share batches, and
     # a batch's common prefix (rounded down to `bucket`) runs once, not once per row
-    # (memjax.sft.shared_prefix): e.g. 256 for the Memory-R1 manager's fixed instructions.
+    # (memjax.models.shared_prefix): e.g. 256 for the Memory-R1 manager's fixed instructions.
     shared_prefix: int = 0
 
     FIELDS = (

@@ -18,7 +18,7 @@ rows x tokens_per_row, so every trained token of the data weighs the same whiche
 lands in, and the loss's expectation is the data's token mean.
 
 A batch with "prefix" [B, P] (rows cut after a shared untrained prefix) runs the prefix once
-(`memjax.sft.shared_prefix`): the same loss and gradients for less compute.
+(`memjax.models.shared_prefix`): the same loss and gradients for less compute.
 """
 
 from __future__ import annotations
@@ -26,12 +26,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from memjax.models import decoder
-from memjax.parallel import TRAIN_RULES, constrain, normalize_rules
+from memjax.parallel import TRAIN_RULES, normalize_rules
 from memjax.rl import losses
-from memjax.rl.logprobs import chunked_logprobs
+from memjax.rl.logprobs import sequence_logprobs
 from memjax.rl.train_step import TrainStep
-from memjax.sft.shared_prefix import prefix_predictors
 
 
 def trained_logprobs(params, cfg, mb, *, chunk: int, mesh=None, rules=None) -> jax.Array:
@@ -40,35 +38,16 @@ def trained_logprobs(params, cfg, mb, *, chunk: int, mesh=None, rules=None) -> j
 
     Only those K positions go through the unembedding: a manager row trains ~70 of its ~1,200
     tokens, and scoring all of them against the 49k-word vocabulary would cost a fifth of the
-    step. A batch with "prefix" runs it once (`memjax.sft.shared_prefix`).
+    step. A batch with "prefix" runs it once (`memjax.models.shared_prefix`).
     """
-    tokens, token_mask = mb["tokens"], mb["token_mask"]  # [b, L]
-    if "prefix" in mb:
-        states = prefix_predictors(
-            params, cfg, mb["prefix"][:1], tokens, token_mask, mesh=mesh, rules=rules
-        )  # [b, L, D]
-    else:
-        hidden, _ = decoder.forward_hidden(
-            params,
-            tokens,
-            decoder.positions_from_mask(token_mask),
-            cfg,
-            token_mask=token_mask,
-            mesh=mesh,
-            rules=rules,
-        )  # [b, L, D]
-        states = jnp.pad(hidden[:, :-1], ((0, 0), (1, 0), (0, 0)))  # the state before token t
-    positions = mb["loss_positions"]  # [b, K]
-    picked = jnp.take_along_axis(states, positions[..., None], axis=1)  # [b, K, D]
-    picked = constrain(picked, ("batch", "seq", None), mesh, rules)
-    w, vocab_major = decoder.unembedding(params, cfg)
-    logp, _ = chunked_logprobs(
-        picked,
-        w,
-        jnp.take_along_axis(tokens, positions, axis=1),
-        vocab_major=vocab_major,
+    logp, _ = sequence_logprobs(
+        params,
+        cfg,
+        mb["tokens"],
+        mb["token_mask"],
         chunk=chunk,
-        with_entropy=False,
+        at=mb["loss_positions"],
+        prefix=mb["prefix"][:1] if "prefix" in mb else None,
         mesh=mesh,
         rules=rules,
     )

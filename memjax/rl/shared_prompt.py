@@ -1,0 +1,148 @@
+"""A GRPO group's rows share their prompt: the update runs it once per micro-batch.
+
+Every row of a group opens with the same prompt, and in Memory-R1's answer agent that prompt
+is ~1,300 of a row's ~1,450 tokens (the question and 20 retrieved memories; the answer is the
+rest). The policy update, the reference pass and the old log-prob pass would run the decoder
+over G copies of it. Here the rows of a batch are reordered so that each micro-batch (the train
+step's strided split, `memjax.rl.train_step`) or log-prob chunk holds rows that open alike,
+and every row is cut after the prefix all rows of its micro-batch share, none of it trained:
+the micro-batch runs that prefix once and each row's remainder over its keys and values
+(`memjax.models.shared_prefix`). Rows of different prompts still share their common opening
+(the system turn and fixed instructions).
+
+The gradient of a batch is a sum over its rows, so the order of the rows does not change it,
+and the prefix's keys and values carry each row's gradient back to it: loss, gradients and
+metrics are the plain batch's up to the order of f32 sums (tests/rl/test_shared_prompt.py).
+
+    batch, order = share_prompts(batch, chunks=4, granularity=128, minimum=256)
+    # batch: rows in `order`, "prefix" [B, P] and the [B, T] arrays cut to [B, T - P];
+    # unchanged but reordered when fewer than `minimum` tokens are shared.
+
+P is one length for the whole batch (every micro-batch of one step has one shape), the shortest
+of the micro-batches' shared prefixes rounded down to `granularity` (few compiled shapes). Each
+row's columns past the batch's longest row are cut too, to a multiple of `granularity`.
+One host only: on several, a global micro-batch holds every host's rows, which share nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from memjax.models.shared_prefix import shared_length
+
+SHARED_PROMPT_GRANULARITY = 128  # prefix and remainder widths: multiples of this many tokens
+
+# [B, T] arrays aligned with the tokens: cut with them. Others ([B, K], [B]) keep their width.
+TOKEN_ALIGNED = (
+    "tokens",
+    "token_mask",
+    "loss_mask",
+    "advantages",
+    "old_logp",
+    "ref_logp",
+    "sampler_logp",
+    "old_values",
+    "returns",
+)
+
+
+def grouped_order(tokens: np.ndarray, token_mask: np.ndarray, chunks: int) -> np.ndarray:
+    """A row order [B] under which the strided split into `chunks` (chunk j: rows j, j + M, ...)
+    gives each chunk consecutive rows of the token-sorted batch, so rows that open alike land in
+    one chunk. Empty rows (no token) go last."""
+    B = len(tokens)
+    lengths = token_mask.sum(axis=1)
+    keys = [(lengths[r] == 0, tokens[r, : lengths[r]].tobytes()) for r in range(B)]
+    by_prompt = sorted(range(B), key=keys.__getitem__)  # equal openings are neighbours
+    per_chunk = B // chunks
+    order = np.empty(B, np.int64)
+    for j in range(chunks):  # chunk j's k-th row sits at k * chunks + j
+        order[j::chunks] = by_prompt[j * per_chunk : (j + 1) * per_chunk]
+    return order
+
+
+def _chunk_rows(B: int, chunks: int) -> list[np.ndarray]:
+    return [np.arange(j, B, chunks) for j in range(chunks)]
+
+
+def shared_prompt_length(batch: dict, chunks: int, granularity: int, minimum: int) -> int:
+    """The prefix every chunk's non-empty rows share, untrained (0 when under `minimum`)."""
+    tokens, token_mask, loss_mask = batch["tokens"], batch["token_mask"], batch["loss_mask"]
+    P = tokens.shape[1]
+    for rows in _chunk_rows(len(tokens), chunks):
+        real = [r for r in rows if token_mask[r].any()]
+        if not real:
+            continue  # a chunk of empty rows has no loss: any prefix serves it
+        lengths = [int(token_mask[r].sum()) for r in real]
+        P = min(
+            P,
+            shared_length(
+                [tokens[r, :n] for r, n in zip(real, lengths)],
+                [loss_mask[r, :n] for r, n in zip(real, lengths)],
+                granularity=granularity,
+                minimum=minimum,
+            ),
+        )
+    return P if tokens.shape[1] > P else 0
+
+
+def _prefix_rows(batch: dict, chunks: int, P: int) -> np.ndarray:
+    """[B, P]: every row of a chunk gets the chunk's shared prefix (an empty row too, since
+    a micro-batch runs the prefix of its first row)."""
+    tokens, token_mask = batch["tokens"], batch["token_mask"]
+    prefix = np.zeros((len(tokens), P), tokens.dtype)
+    for rows in _chunk_rows(len(tokens), chunks):
+        real = [r for r in rows if token_mask[r].any()]
+        if real:
+            prefix[rows] = tokens[real[0], :P]
+    return prefix
+
+
+def cut_width(token_mask: np.ndarray, P: int, granularity: int) -> int:
+    """The remainder's width: the longest row past P, rounded up to `granularity`."""
+    longest = int(token_mask.sum(axis=1).max(initial=0)) - P
+    return min(token_mask.shape[1] - P, -(-max(longest, 1) // granularity) * granularity)
+
+
+def share_prompts(
+    batch: dict[str, np.ndarray], chunks: int, *, granularity: int, minimum: int
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """(the batch reordered and cut after its shared prefix, the order [B] of its rows).
+
+    batch: right-padded rows, "tokens", "token_mask", "loss_mask" [B, T] and any of
+    TOKEN_ALIGNED; "loss_positions" / "loss_valid" [B, K] (`memjax.rl.logprobs.
+    trained_positions`) are moved with the cut. `chunks` must divide B."""
+    B = len(batch["tokens"])
+    if B % chunks:
+        raise ValueError(f"{B} rows do not split into {chunks} chunks")
+    order = grouped_order(batch["tokens"], batch["token_mask"], chunks)
+    batch = {k: np.asarray(v)[order] for k, v in batch.items()}
+    P = shared_prompt_length(batch, chunks, granularity, minimum)
+    if not P:
+        return batch, order
+    width = cut_width(batch["token_mask"], P, granularity)
+    out = {"prefix": _prefix_rows(batch, chunks, P)}
+    for k, v in batch.items():
+        out[k] = v[:, P : P + width] if k in TOKEN_ALIGNED else v
+    if "loss_positions" in batch:  # padding slots (not loss_valid) point at column 0
+        out["loss_positions"] = np.where(
+            batch["loss_valid"], batch["loss_positions"] - P, 0
+        ).astype(batch["loss_positions"].dtype)
+    return out, order
+
+
+def restore_order(rows: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Rows computed in `order` back in the batch's own order."""
+    out = np.empty_like(rows)
+    out[order] = rows
+    return out
+
+
+__all__ = [
+    "SHARED_PROMPT_GRANULARITY",
+    "TOKEN_ALIGNED",
+    "grouped_order",
+    "restore_order",
+    "share_prompts",
+    "shared_prompt_length",
+]

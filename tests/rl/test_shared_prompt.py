@@ -1,0 +1,157 @@
+"""GRPO groups share their prompt in the update (memjax.rl.shared_prompt): the rows regrouped
+and cut after the prefix give the plain batch's loss, gradients, metrics and log-probs."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from memjax.models import decoder
+from memjax.models.params import init_params
+from memjax.rl import shared_prompt, toy, train_step
+from memjax.rl.logprobs import make_logprob_fn, trained_positions
+from memjax.rl.rollout import Context, Trajectory, pack
+from tests.rl.test_train_step import CFG, LOSS
+from tests.rl.test_trainer import _config, _run
+
+
+def _grpo_batch(groups=3, G=4, T=64, opening=16, seed=0, empty_rows=0):
+    """`groups` prompts (a common opening of `opening` tokens, then their own 14-25 tokens),
+    G sampled completions each (3-12 tokens), packed right-padded as the trainer packs them."""
+    rng = np.random.default_rng(seed)
+    common = rng.integers(3, CFG.vocab_size, opening).tolist()
+    trajs = []
+    for g in range(groups):
+        prompt = common + rng.integers(3, CFG.vocab_size, int(rng.integers(14, 26))).tolist()
+        for _ in range(G):
+            ctx = Context()
+            ctx.extend(prompt, trainable=False)
+            n = int(rng.integers(3, 13))
+            ctx.extend(rng.integers(3, CFG.vocab_size, n), True, rng.normal(-2.0, 0.5, n))
+            trajs.append(Trajectory(group=g, contexts=[ctx]))
+    batch = pack(trajs, T, row_multiple=groups * G + empty_rows)
+    batch.pop("trajectory"), batch.pop("truncated_rows")
+    mask = batch["loss_mask"]
+    B = len(mask)
+    batch["advantages"] = (rng.normal(size=(B, 1)) * mask).astype(np.float32)
+    batch["old_logp"] = batch["sampler_logp"] + (0.1 * rng.normal(size=mask.shape) * mask)
+    batch["old_logp"] = batch["old_logp"].astype(np.float32)
+    batch["ref_logp"] = (batch["sampler_logp"] - 0.2 * mask).astype(np.float32)
+    batch.update(trained_positions(mask, 16))
+    return batch
+
+
+@pytest.fixture(scope="module")
+def params():
+    return jax.jit(lambda k: init_params(decoder.decoder_abstract(CFG), k))(jax.random.key(0))
+
+
+def test_each_micro_batch_holds_one_prompt_and_the_trained_tokens_stay_put():
+    batch = _grpo_batch()
+    shared, order = shared_prompt.share_prompts(batch, 3, granularity=8, minimum=8)
+    P = shared["prefix"].shape[1]
+    assert P == 24  # the shortest prompt is 30 tokens: 24 is its multiple of 8
+    assert sorted(order.tolist()) == list(range(12))
+    for j in range(3):  # the strided split's micro-batch j: one group, one prefix
+        rows = order[j::3]
+        assert len(set((rows // 4).tolist())) == 1
+        assert (shared["prefix"][j::3] == batch["tokens"][rows[0], :P]).all()
+    # the remainder holds every real token: nothing past the longest row, nothing lost
+    longest = int(batch["token_mask"].sum(axis=1).max())
+    assert shared["tokens"].shape[1] == -(-(longest - P) // 8) * 8 < 64 - P
+    assert shared["loss_mask"].sum() == batch["loss_mask"].sum()
+    for r, src in enumerate(order):
+        valid = shared["loss_valid"][r]
+        cut = shared["tokens"][r, shared["loss_positions"][r][valid]]
+        whole = batch["tokens"][src, batch["loss_positions"][src][valid]]
+        np.testing.assert_array_equal(cut, whole)
+    back = shared_prompt.restore_order(shared["loss_valid"], order)
+    np.testing.assert_array_equal(back, batch["loss_valid"])
+
+
+def test_too_short_a_shared_prefix_leaves_the_batch_whole():
+    batch = _grpo_batch()
+    shared, order = shared_prompt.share_prompts(batch, 3, granularity=8, minimum=32)
+    assert "prefix" not in shared
+    np.testing.assert_array_equal(shared["tokens"], batch["tokens"][order])
+
+
+@pytest.mark.parametrize(
+    "micro_batches, empty_rows, expect_prefix",
+    [(3, 0, 24), (6, 0, 24), (1, 0, 16), (4, 4, 24), (2, 4, 16)],  # 16: the opening only
+)
+def test_a_shared_prompt_step_is_the_plain_step(params, micro_batches, empty_rows, expect_prefix):
+    jax.config.update("jax_default_matmul_precision", "highest")
+    batch = _grpo_batch(empty_rows=empty_rows)
+    shared, _ = shared_prompt.share_prompts(batch, micro_batches, granularity=8, minimum=8)
+    assert shared["prefix"].shape[1] == expect_prefix
+    opt = optax.sgd(0.5)
+    results = []
+    for b in (batch, shared):
+        step = train_step.policy_train_step(
+            CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=micro_batches
+        )
+        state = train_step.init_train_state(jax.tree.map(jnp.copy, params), opt)
+        results.append(step(state, b))
+    (plain_state, plain), (shared_state, metrics) = results
+    for k in plain:
+        np.testing.assert_allclose(metrics[k], plain[k], rtol=2e-4, atol=1e-6, err_msg=k)
+    assert float(plain["grad_norm"]) > 0
+    for a, b in zip(jax.tree.leaves(shared_state.params), jax.tree.leaves(plain_state.params)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_shared_prompt_log_probs_are_the_plain_ones(params):
+    jax.config.update("jax_default_matmul_precision", "highest")
+    batch = _grpo_batch(groups=4)  # 16 rows: 4 chunks of 4 rows, one group each
+    fn = make_logprob_fn(CFG, chunk=16, rows_per_device=4)
+    plain = fn(params, batch["tokens"], batch["token_mask"], batch["loss_positions"])
+    shared, order = shared_prompt.share_prompts(batch, 4, granularity=8, minimum=8)
+    cut = fn(
+        params, shared["tokens"], shared["token_mask"], shared["loss_positions"], shared["prefix"]
+    )
+    cut = shared_prompt.restore_order(np.asarray(cut), order)
+    valid = batch["loss_valid"]
+    np.testing.assert_allclose(cut[valid], np.asarray(plain)[valid], rtol=1e-5, atol=1e-5)
+
+
+class LongPromptEnv(toy.RepeatTargetEnv):
+    """The toy task behind a 13-token instruction every prompt opens with."""
+
+    def reset(self, example):
+        target, prompt = super().reset(example)
+        return target, [prompt[0], *range(3, 15), *prompt[1:]]
+
+
+@pytest.mark.parametrize("algo, lora_rank", [("grpo", 0), ("ppo", 0), ("grpo", 4)])
+def test_training_with_shared_prompts_matches_training_without(
+    tmp_path, monkeypatch, algo, lora_rank
+):
+    """Two steps of the trainer, old and reference log-probs recomputed, 4 micro-batches: the
+    same parameters with and without rl.shared_prompt (PPO's critic runs whole rows)."""
+    jax.config.update("jax_default_matmul_precision", "highest")
+    from memjax.rl import trainer
+
+    monkeypatch.setattr(trainer, "SHARED_PROMPT_GRANULARITY", 4)
+    prefixes = []
+
+    def spy(*args, **kwargs):
+        out = shared_prompt.share_prompts(*args, **kwargs)
+        prefixes.append(out[0]["prefix"].shape[1])
+        return out
+
+    monkeypatch.setattr(trainer, "share_prompts", spy)
+    monkeypatch.setattr(toy, "RepeatTargetEnv", LongPromptEnv)  # _run builds its env from it
+    results = []
+    for shared in (0, 8):
+        c = _config(algo, num_steps=2, micro_batches=4, seq_len=24, shared_prompt=shared)
+        c.model.vocab_size = max(c.model.vocab_size, 16)
+        c.lora.rank = lora_rank
+        results.append(_run(c, tmp_path / f"shared{shared}"))
+    plain, shared = results
+    # every update and log-prob pass of the shared run ran the 15-token prompt's first 12 once
+    assert prefixes and set(prefixes) == {12}
+    assert [h["reward"] for h in plain["history"]] == [h["reward"] for h in shared["history"]]
+    for a, b in zip(jax.tree.leaves(shared["params"]), jax.tree.leaves(plain["params"])):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
