@@ -9,6 +9,7 @@ import pytest
 
 from memjax.models import decoder
 from memjax.models.params import init_params
+from memjax.parallel import make_mesh
 from memjax.rl import shared_prompt, toy, train_step
 from memjax.rl.logprobs import make_logprob_fn, trained_positions
 from memjax.rl.rollout import Context, Trajectory, pack
@@ -154,4 +155,28 @@ def test_training_with_shared_prompts_matches_training_without(
     assert prefixes and set(prefixes) == {12}
     assert [h["reward"] for h in plain["history"]] == [h["reward"] for h in shared["history"]]
     for a, b in zip(jax.tree.leaves(shared["params"]), jax.tree.leaves(plain["params"])):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_a_sharded_shared_prompt_step_is_the_single_device_plain_step(params):
+    """Data x fsdp x tensor over 8 devices, each micro-batch's 4 rows (one group) spread over
+    the 4 batch shards: the prefix still runs once per micro-batch, with the plain result."""
+    jax.config.update("jax_default_matmul_precision", "highest")
+    batch = _grpo_batch(groups=4)
+    shared, _ = shared_prompt.share_prompts(batch, 4, granularity=8, minimum=8)
+    opt = optax.sgd(0.5)
+    plain_step = train_step.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=4)
+    plain_state, plain = plain_step(
+        train_step.init_train_state(jax.tree.map(jnp.copy, params), opt), batch
+    )
+    mesh = make_mesh({"data": 2, "fsdp": 2, "tensor": 2})
+    sh = train_step.train_state_shardings(decoder.decoder_abstract(CFG), opt, mesh)
+    step = train_step.policy_train_step(
+        CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=4, mesh=mesh, state_shardings=sh
+    )
+    state = train_step.init_train_state(jax.tree.map(jnp.copy, params), opt, sh)
+    state, metrics = step(state, shared)
+    for k in plain:
+        np.testing.assert_allclose(metrics[k], plain[k], rtol=2e-4, atol=1e-6, err_msg=k)
+    for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(plain_state.params)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
