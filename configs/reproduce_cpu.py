@@ -62,6 +62,7 @@ def get_config() -> ConfigDict:
     ms.grpo_questions_per_step = 1  # x G = 5 rollouts
     ms.grpo_train_questions = 64
     ms.grpo_learning_rate = 1e-6
+    ms.grpo_shared_prompt = 256  # a micro-batch's common opening runs once (rl.shared_prompt)
     ms.eval_questions = 20  # held-out questions per agent
     ms.eval_max_turns = 5
     ms.baselines = "search_r1,react,rag"  # evaluated with the base model beside MemSearcher
@@ -77,6 +78,7 @@ def get_config() -> ConfigDict:
     # synthetic data's ground truth; "" the policy model; or a model path.
     mr1.snapshot_teacher = "oracle"
     mr1.rl_steps = 4
+    mr1.rl_shared_prompt = 256  # a group's prompt runs once per micro-batch (rl.shared_prompt)
     mr1.rl_prompts_per_step = 4
     mr1.rl_group_size = 4
     mr1.rl_seq_len = 2048
