@@ -1,7 +1,7 @@
 """A GRPO group's rows share their prompt: the update runs it once per micro-batch.
 
 Every row of a group opens with the same prompt, and in Memory-R1's answer agent that prompt
-is ~1,300 of a row's ~1,450 tokens (the question and 20 retrieved memories; the answer is the
+is ~1,450 of a row's ~1,550 tokens (the question and 20 retrieved memories; the answer is the
 rest). The policy update, the reference pass and the old log-prob pass would run the decoder
 over G copies of it. Here the rows of a batch are reordered so that each micro-batch (the train
 step's strided split, `memjax.rl.train_step`) or log-prob chunk holds rows that open alike,
