@@ -339,12 +339,18 @@ class RLTask:
         out = fn(params, rows["tokens"], rows["token_mask"])
         return host_batches.to_local(out, self.mesh, self.rules)
 
-    def _on_trained(self, params, batch) -> np.ndarray:
-        """The policy's log-probs of the trained tokens, [B, T] (0 elsewhere): only those go
-        through the unembedding."""
+    def _trained_rows(self, batch) -> tuple[dict, np.ndarray]:
+        """The rows the log-prob passes score, on the mesh, and the order that undoes their
+        arrangement (with rl.shared_prompt, regrouped so that each chunk runs the prompt its
+        rows share once). Arranged once per step: the old and the reference pass share it."""
         keys = ("tokens", "token_mask", "loss_mask", "loss_positions", "loss_valid")
         rows, order = self._share_prompts({k: batch[k] for k in keys}, self.logprob_chunks)
-        rows = host_batches.to_global(rows, self.mesh, self.rules)
+        return host_batches.to_global(rows, self.mesh, self.rules), order
+
+    def _on_trained(self, params, batch, arranged) -> np.ndarray:
+        """The policy's log-probs of the trained tokens, [B, T] (0 elsewhere): only those go
+        through the unembedding. `arranged` is `_trained_rows(batch)`."""
+        rows, order = arranged
         out = self.logprob_fn(
             params, rows["tokens"], rows["token_mask"], rows["loss_positions"], rows.get("prefix")
         )  # [B, K]
@@ -355,12 +361,17 @@ class RLTask:
         return full
 
     def _add_logprobs(self, batch) -> None:
-        if self.rc.old_logprobs == "trainer" or self.rc.algo == "ppo":
-            batch["old_logp"] = self._on_trained(self._policy_params(), batch)
+        old_from_trainer = self.rc.old_logprobs == "trainer" or self.rc.algo == "ppo"
+        if not old_from_trainer and self.ref_params is None:
+            batch["old_logp"] = batch["sampler_logp"]
+            return
+        arranged = self._trained_rows(batch)
+        if old_from_trainer:
+            batch["old_logp"] = self._on_trained(self._policy_params(), batch, arranged)
         else:
             batch["old_logp"] = batch["sampler_logp"]
         if self.ref_params is not None:
-            batch["ref_logp"] = self._on_trained(self.ref_params, batch)
+            batch["ref_logp"] = self._on_trained(self.ref_params, batch, arranged)
 
     def _grpo_advantages(self, rewards, row_traj, loss_mask) -> np.ndarray:
         """[B, T]: each trajectory's group advantage on every trainable token of its contexts."""
