@@ -362,14 +362,13 @@ class RLTask:
 
     def _add_logprobs(self, batch) -> None:
         old_from_trainer = self.rc.old_logprobs == "trainer" or self.rc.algo == "ppo"
-        if not old_from_trainer and self.ref_params is None:
+        if not old_from_trainer:
             batch["old_logp"] = batch["sampler_logp"]
-            return
-        arranged = self._trained_rows(batch)
+            if self.ref_params is None:
+                return
+        arranged = self._trained_rows(batch)  # once: both passes score the same rows
         if old_from_trainer:
             batch["old_logp"] = self._on_trained(self._policy_params(), batch, arranged)
-        else:
-            batch["old_logp"] = batch["sampler_logp"]
         if self.ref_params is not None:
             batch["ref_logp"] = self._on_trained(self.ref_params, batch, arranged)
 
