@@ -35,6 +35,13 @@ def at_least(config, low: int, paths: Iterable[str]) -> None:
             raise ConfigError(f"config.{path}={v!r}: must be >= {low}")
 
 
+def one_of(config, path: str, choices: Iterable[str]) -> None:
+    """The field at `path`, when present, is one of `choices`."""
+    v, choices = _lookup(config, path), tuple(choices)
+    if v is not None and v not in choices:
+        raise ConfigError(f"config.{path}={v!r}: expected one of {', '.join(choices)}")
+
+
 def _memory_r1_sections(config) -> None:
     at_least(
         config,
@@ -56,6 +63,9 @@ def _memory_r1_sections(config) -> None:
     )
     at_least(config, 0, ("construction.fact_context_turns", "data.max_questions"))
     from memjax.agents.memory_r1.bank_builders import builder
+    from memjax.agents.memory_r1.rewards import REWARD_METRICS
+
+    one_of(config, "answer_agent.metric", REWARD_METRICS)
 
     builder(config)
 

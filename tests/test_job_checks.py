@@ -36,6 +36,7 @@ CASES = [
     ("demo.py", "rl.sampling.max_new_tokens", 0, r"config.rl.sampling.max_new_tokens=0"),
     ("demo.py", "rl.loss.agg_mode", "mean", r"config.rl.loss"),
     ("demo.py", "answer_agent.batch_size", 0, r"config.answer_agent.batch_size=0: must be >= 1"),
+    ("demo.py", "answer_agent.metric", "bleu", r"config.answer_agent.metric='bleu': expected one"),
     ("demo.py", "demo.train_conversations", 0, r"config.demo.train_conversations=0"),
     ("grpo_qwen7b.py", "train.batch_size", 0, r"config.train.batch_size=0: must be >= 1"),
     ("ppo_qwen3b.py", "rollout.group_size", 0, r"config.rollout.group_size=0: must be >= 1"),

@@ -140,7 +140,7 @@ def memory_r1_config(
     config.answer_agent.k_per_speaker = 30  # 60 memories in all
     config.answer_agent.distill = True
     config.answer_agent.style = "paper"
-    config.answer_agent.metric = "em"
+    config.answer_agent.metric = "em"  # the reward: em (the paper's), f1 or f1_short (rewards.py)
     config.answer_agent.answer_prefix = ""  # the assistant turn's first words (CPU demo only)
     config.answer_agent.max_new_tokens = 2048
     config.answer_agent.batch_size = 32

@@ -59,3 +59,21 @@ def test_rewards():
     assert answer_score(None, "beach", "f1") == 0.0
     with pytest.raises(ValueError, match="unknown reward metric"):
         answer_score("x", "x", "bleu")  # type: ignore[arg-type]
+
+
+def test_short_answer_f1_pays_less_for_a_copied_memory_than_plain_f1():
+    gold = "painting classes"
+    short = "painting classes"
+    copied = "1:45 pm on 9 December, 2023: Evan signed up for painting classes with his friends"
+    assert answer_score(short, gold, "f1_short") == answer_score(short, gold, "f1") == 1.0
+    f1 = answer_score(copied, gold, "f1")  # 2 of 15 distinct words: P 2/15, R 1
+    assert f1 == pytest.approx(2 * (2 / 15) / (2 / 15 + 1))
+    # 15 words against a budget of 6: scaled by 6/15.
+    assert answer_score(copied, gold, "f1_short") == pytest.approx(f1 * 6 / 15)
+    # Within the budget the two agree; a gold longer than 6 words is its own budget.
+    assert answer_score("he went painting", gold, "f1_short") == answer_score(
+        "he went painting", gold, "f1"
+    )
+    long_gold = "a trip to the mountains with his whole family"
+    assert answer_score(long_gold, long_gold, "f1_short") == 1.0
+    assert answer_score(None, gold, "f1_short") == 0.0
