@@ -15,14 +15,14 @@ words", or the gold's length where that is longer (a fifth of LoCoMo's gold answ
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from memjax.agents.memory_r1.answer_parser import parse_answer
 from memjax.eval.mem0_metrics import simple_tokenize, token_f1
 from memjax.eval.qa_metrics import exact_match
 
 RewardMetric = Literal["em", "f1", "f1_short"]
-REWARD_METRICS: tuple[str, ...] = ("em", "f1", "f1_short")
+REWARD_METRICS: tuple[str, ...] = get_args(RewardMetric)
 SHORT_ANSWER_WORDS = 6  # the answer prompt's "The answer should be less than 5-6 words"
 
 
