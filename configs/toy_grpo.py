@@ -61,6 +61,7 @@ def get_config() -> ConfigDict:
     c.checkpoint_every = 10
     c.keep_last = 2
     c.keep_best = 1
+    c.export_from = "last"  # "best": return the best-evaluated step's weights
     c.plot_every = 5
     c.mesh = None
     # LoRA: --config.lora.rank=8 trains adapters on the frozen random base instead of every weight.

@@ -5,7 +5,9 @@ import dataclasses
 
 import jax.numpy as jnp
 import optax
+import pytest
 
+from memjax.errors import ConfigError
 from memjax.rl import train_step
 from memjax.training.loop import run_loop
 from memjax.training.schedule import LoopConfig
@@ -74,3 +76,40 @@ def test_a_finished_run_resumed_again_is_not_evaluated_twice(tmp_path):
 def test_without_an_eval_schedule_nothing_is_evaluated(tmp_path):
     task, result = _run(tmp_path, num_steps=3, eval_every=0)
     assert task.evaluated_at == [] and result["evals"] == []
+
+
+def test_export_from_best_returns_the_best_evaluated_steps_weights(tmp_path):
+    # The counting task's eval (nll, lower is better) is the number of steps trained, so the
+    # best-ranked evaluated step is the first one, 2; the last step, 6, is what "last" returns.
+    loop = dict(num_steps=6, eval_every=2, keep_best=1, keep_last=1)
+    _, last = _run(tmp_path / "last", **loop)
+    assert last["exported_step"] == 6 and float(last["params"]["w"][0]) == 6.0
+    _, best = _run(tmp_path / "best", **loop, export_from="best")
+    assert best["exported_step"] == 2 and float(best["params"]["w"][0]) == 2.0
+    assert [e["step"] for e in best["evals"]] == [2, 4, 6]  # the history is the whole run's
+    # A finished run resumed runs no step and still returns the best step's weights.
+    task, again = _run(tmp_path / "best", **loop, export_from="best")
+    assert task.evaluated_at == [] and float(again["params"]["w"][0]) == 2.0
+
+
+def test_export_from_best_without_eval_data_returns_the_last_step(tmp_path):
+    task = CountingTask()
+    task.has_eval = False
+    loop = LoopConfig(num_steps=3, eval_every=1, export_from="best")
+    result = run_loop(task, loop, tmp_path, progress=False)
+    assert result["exported_step"] == 3 and float(result["params"]["w"][0]) == 3.0
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"export_from": "first"}, "config.rl.export_from='first': choose from ('last', 'best')"),
+        ({"export_from": "best", "eval_every": 0}, "config.rl.eval_every=0: export_from='best'"),
+        ({"export_from": "best", "keep_best": 0}, "config.rl.keep_best=0: export_from='best'"),
+    ],
+)
+def test_export_from_is_checked_at_the_boundary(fields, message):
+    loop = dataclasses.replace(LoopConfig(num_steps=2, eval_every=1), **fields)
+    with pytest.raises(ConfigError) as e:
+        loop.validate("config.rl")
+    assert str(e.value).startswith(message)

@@ -19,6 +19,7 @@ def sft_section(learning_rate: float, batch_rows: int, max_seq_len: int) -> Conf
             "plot_every": 5,
             "keep_last": 2,
             "keep_best": 1,
+            "export_from": "last",  # "best": the step with the lowest held-out loss
             "stop_after": None,
             "batch_rows": batch_rows,
             "micro_batches": 1,

@@ -548,6 +548,8 @@ def summary_line(result: dict, tail: int = 5) -> str:
         "steps": h[-1]["step"] if h else 0,
         "wall_s": round(result["wall_s"], 1),
     }
+    if result.get("exported_step", out["steps"]) != out["steps"]:
+        out["exported_step"] = result["exported_step"]  # export_from="best" chose an earlier step
     if result.get("evals"):
         last = result["evals"][-1]
         name = next(k for k in last if k != "step")

@@ -183,6 +183,7 @@ def train_job(config, workdir) -> dict:
         "epochs_planned": task.epochs,
         "history_tail": result["history"][-3:],
         "evals": result["evals"],
+        "exported_step": result["exported_step"],
     }
     atomic_write_text(workdir / "sft_summary.json", json.dumps(summary, indent=1))
     print(summary_line(result), flush=True)

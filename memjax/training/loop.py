@@ -24,6 +24,9 @@ their task: where a step's batches come from and which loss its updates run.
 Everything random derives from (seed, step), and a checkpoint holds the states, the RNG, the
 data position, the history and the source's state, so a run killed at any point and restarted
 in the same workdir ends with the same parameters as an uninterrupted one.
+
+The result's "params" are the last step's, or with `export_from="best"` those of the best-ranked
+evaluated step (`result["exported_step"]` says which): the weights a job exports.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+from absl import logging
 
 from memjax import distributed
 from memjax.training.reporting import RunReport
@@ -72,10 +76,11 @@ def run_loop(task, loop: LoopConfig, workdir: str | Path, *, progress: bool = Tr
                 return {"interrupted_at": step, "history": run.history}
             _one_step(task, step, run, policy, checkpoints, report)
         _evaluate_last_if_missing(task, run, policy, report)
+        exported_step = _choose_export(task, run, policy, checkpoints)
     finally:
         report.close()
         checkpoints.close()
-    return _result(task, run, time.perf_counter() - t_start)
+    return _result(task, run, time.perf_counter() - t_start, exported_step)
 
 
 def _one_step(task, step: int, run: RunState, policy, checkpoints, report) -> None:
@@ -115,12 +120,27 @@ def _evaluate_last_if_missing(task, run: RunState, policy, report) -> None:
     report.plot(run.history, run.evals)
 
 
-def _result(task, run: RunState, wall_s: float) -> dict[str, Any]:
+def _choose_export(task, run: RunState, policy, checkpoints) -> int:
+    """The step whose weights the run returns: the last one, or under `export_from="best"` the
+    best-ranked evaluated step, whose restored states then replace the task's."""
+    if policy.loop.export_from == "best" and not policy.exports_best:
+        logging.warning(
+            "export_from='best': no step was evaluated (no eval data); returning the last"
+        )
+    best = checkpoints.restore_best(task.states, run.base_key) if policy.exports_best else None
+    if best is None:
+        return run.step
+    step, task.states = best
+    return step
+
+
+def _result(task, run: RunState, wall_s: float, exported_step: int) -> dict[str, Any]:
     return {
         "history": run.history,
         "evals": run.evals,
         "states": task.states,
         "params": task.states["policy"].params,
+        "exported_step": exported_step,  # whose weights "params" are
         "wall_s": wall_s,
         "start_step": run.start_step,
     }

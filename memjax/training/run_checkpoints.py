@@ -5,6 +5,7 @@ state of whatever the batches come from (an RL environment's memory banks, an SF
     run = checkpoints.resume(states, base_key, data_iterator, source)   # a fresh RunState if none
     ...
     checkpoints.save(run, states, data_iterator, source, metric=0.7)
+    step, states = checkpoints.restore_best(states, base_key)   # None when nothing was ranked
     # a restart with another run_spec (algorithm, model shape) is refused in one line
 
 `source` is anything with the environment's checkpoint protocol (`checkpoint_state()`,
@@ -43,6 +44,7 @@ class RunCheckpoints:
         # What shapes the state (algorithm, model shape): a checkpoint saved with another one is
         # refused with one line naming the field, before any array is read.
         self.run_spec = run_spec
+        self.ranks_best = policy.keep_best > 0  # else orbax's "best" step is just the latest
         self.checkpointer = Checkpointer(
             Path(workdir) / "checkpoints",
             keep_last=policy.keep_last,
@@ -58,13 +60,9 @@ class RunCheckpoints:
         fresh = RunState(0, base_key, [], [], 0)
         if self.checkpointer.latest_step() is None:
             return states, fresh
-        tree = {**states, "rng": jax.random.key_data(base_key)}
-        abstract = jax.tree.map(
-            lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), tree
-        )
         dirs = {"env": source.load_dir} if _has_dirs(source) else None
         out = self.checkpointer.restore(
-            abstract,
+            _abstract(states, base_key),
             data_iterator=data_iterator,
             with_extra=True,
             dirs=dirs,
@@ -99,8 +97,29 @@ class RunCheckpoints:
             run_spec=self.run_spec,
         )
 
+    def restore_best(self, states: dict, base_key) -> tuple[int, dict] | None:
+        """(step, states) of the best-ranked saved step, or None when none was ranked (no
+        eval ran, or `keep_best` is 0). `states` give the shapes and shardings to restore onto;
+        the data position and the source are left alone: the run is over."""
+        if not self.ranks_best:
+            return None
+        self.checkpointer.wait()  # the last save may still be in flight
+        best = self.checkpointer.best_step()
+        if best is None:
+            return None
+        out = self.checkpointer.restore(
+            _abstract(states, base_key), step=best, run_spec=self.run_spec
+        )
+        return out["step"], {k: out["state"][k] for k in states}
+
     def close(self) -> None:
         self.checkpointer.close()
+
+
+def _abstract(states: dict, base_key) -> dict:
+    """The saved tree's shapes, dtypes and shardings: the train states and the RNG key."""
+    tree = {**states, "rng": jax.random.key_data(base_key)}
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), tree)
 
 
 def _has_dirs(source) -> bool:

@@ -13,7 +13,10 @@ Rules (all derived here, nowhere else):
     result as the checkpoint's metric;
   - a save without an eval result carries no metric: the last-N policy keeps or drops it, the
     best-K policy never ranks it (so a step without an eval cannot crash the ranking);
-  - without an eval schedule, `keep_best` has nothing to rank and is 0.
+  - without an eval schedule, `keep_best` has nothing to rank and is 0;
+  - `export_from="best"` returns (and a job exports) the weights of the best-ranked evaluated step
+    instead of the last step's: RL on a small model can peak before its last step, and the
+    validation split is what says where.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from __future__ import annotations
 import dataclasses
 
 from memjax.training.sections import require
+
+EXPORTS = ("last", "best")  # which step's weights a run returns
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +40,7 @@ class LoopConfig:
     keep_last: int = 2
     keep_best: int = 1  # checkpoints ranked by the eval metric (needs an eval schedule)
     stop_after: int | None = None  # tests: stop before this step without a final save
+    export_from: str = "last"  # "last" | "best": the weights of the last or best-ranked step
 
     FIELDS = (
         "num_steps",
@@ -45,6 +51,7 @@ class LoopConfig:
         "keep_last",
         "keep_best",
         "stop_after",
+        "export_from",
     )
 
     def validate(self, path: str) -> LoopConfig:
@@ -55,6 +62,18 @@ class LoopConfig:
         require(self.keep_last >= 1, f"{path}.keep_last", self.keep_last, "must be >= 1")
         if self.stop_after is not None:
             require(self.stop_after >= 0, f"{path}.stop_after", self.stop_after, "must be >= 0")
+        require(
+            self.export_from in EXPORTS,
+            f"{path}.export_from",
+            self.export_from,
+            f"choose from {EXPORTS}",
+        )
+        if self.export_from == "best":
+            for name in ("eval_every", "keep_best"):
+                v = getattr(self, name)
+                require(
+                    v >= 1, f"{path}.{name}", v, "export_from='best' ranks evaluated steps: >= 1"
+                )
         return self
 
 
@@ -66,6 +85,8 @@ class CheckpointPolicy:
         self.eval_on = bool(has_eval) and loop.eval_every > 0
         self.keep_best = loop.keep_best if self.eval_on else 0
         self.keep_last = loop.keep_last
+        # Without eval data nothing is ranked, and the last step is what a run returns.
+        self.exports_best = loop.export_from == "best" and self.keep_best > 0
 
     def _last(self, step: int) -> bool:
         return step == self.loop.num_steps
@@ -85,4 +106,4 @@ class CheckpointPolicy:
         return self._last(step) or bool(every and step % every == 0)
 
 
-__all__ = ["LoopConfig", "CheckpointPolicy"]
+__all__ = ["LoopConfig", "CheckpointPolicy", "EXPORTS"]

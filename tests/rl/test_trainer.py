@@ -6,6 +6,8 @@ rng it is given, which is exactly what makes resumption checkable. The toy recip
 run the real sampler.
 """
 
+import json
+
 import jax
 import numpy as np
 import pytest
@@ -169,6 +171,39 @@ def test_keep_best_with_steps_off_the_eval_schedule_finishes_and_resumes(tmp_pat
 
     steps = Checkpointer(tmp_path / "full" / "checkpoints").all_steps()
     assert 5 in steps  # the last step, evaluated, is kept
+
+
+def test_export_from_best_returns_the_weights_of_the_best_validation_step(tmp_path):
+    """With every step evaluated, export_from="best" returns the weights the run had at its
+    best-scoring eval: exactly those of the same run stopped there."""
+
+    def run(workdir, num_steps=5, **extra):
+        config = _config("grpo", num_steps=num_steps, eval_every=1, checkpoint_every=0, **extra)
+        cfg = toy.toy_decoder_config(config.model)
+        params = jax.jit(lambda k: init_params(decoder_abstract(cfg), k))(jax.random.key(0))
+        return trainer.train(
+            config,
+            workdir,
+            env=toy.RepeatTargetEnv(3),
+            params=params,
+            cfg=cfg,
+            train_examples=[3, 4, 5, 6, 7],
+            eval_examples=[3, 4, 5],
+            eos_ids=(2,),
+            progress=False,  # the real sampler: its greedy evals change as the policy learns
+        )
+
+    best = run(tmp_path / "best", export_from="best", keep_best=1, keep_last=1)
+    rewards = {e["step"]: e["reward"] for e in best["evals"]}
+    assert sorted(rewards) == [1, 2, 3, 4, 5]
+    step = best["exported_step"]
+    assert rewards[step] == max(rewards.values())
+    assert step < 5  # this run's greedy evals peak before its last step (0.56 at step 3)
+    stopped = run(tmp_path / "stopped", num_steps=step)
+    for a, b in zip(jax.tree.leaves(best["params"]), jax.tree.leaves(stopped["params"])):
+        np.testing.assert_array_equal(a, b)
+    summary = json.loads(trainer.summary_line(best))
+    assert summary.get("exported_step", 5) == step and summary["steps"] == 5
 
 
 @pytest.mark.parametrize("eval_every", [0, 3])

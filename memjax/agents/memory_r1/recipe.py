@@ -83,6 +83,7 @@ def rl_config(algo: str, group_size: int, prompts_per_step: int, seq_len: int) -
     rl.checkpoint_every = 10
     rl.keep_last = 2
     rl.keep_best = 1
+    rl.export_from = "last"  # "best": export the step that scored best on validation
     rl.plot_every = 5
     rl.mesh = None
     rl.stop_after = None
