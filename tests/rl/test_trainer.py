@@ -104,19 +104,21 @@ def _config(algo, **kw):
     return c
 
 
-def _run(config, workdir):
+def _run(config, workdir, train_examples=(3, 4, 5, 6, 7), eval_examples=(), scripted=True):
+    """A toy run; `scripted=False` samples with the real sampler (its greedy evals change as
+    the policy learns, where the scripted generator's do not)."""
     cfg = toy.toy_decoder_config(config.model)
     params = jax.jit(lambda k: init_params(decoder_abstract(cfg), k))(jax.random.key(config.seed))
-    env = toy.RepeatTargetEnv(3)
     return trainer.train(
         config,
         workdir,
-        env=env,
+        env=toy.RepeatTargetEnv(3),
         params=params,
         cfg=cfg,
-        train_examples=[3, 4, 5, 6, 7],
+        train_examples=list(train_examples),
+        eval_examples=list(eval_examples),
         eos_ids=(2,),
-        generate=scripted_generate(),
+        generate=scripted_generate() if scripted else None,
         progress=False,
     )
 
@@ -144,21 +146,7 @@ def test_keep_best_with_steps_off_the_eval_schedule_finishes_and_resumes(tmp_pat
     kw = dict(num_steps=5, eval_every=2, checkpoint_every=1, keep_best=1, keep_last=1)
 
     def run(workdir, **extra):
-        config = _config("grpo", **kw, **extra)
-        cfg = toy.toy_decoder_config(config.model)
-        params = jax.jit(lambda k: init_params(decoder_abstract(cfg), k))(jax.random.key(0))
-        return trainer.train(
-            config,
-            workdir,
-            env=toy.RepeatTargetEnv(3),
-            params=params,
-            cfg=cfg,
-            train_examples=[3, 4, 5, 6, 7],
-            eval_examples=[3, 4],
-            eos_ids=(2,),
-            generate=scripted_generate(),
-            progress=False,
-        )
+        return _run(_config("grpo", **kw, **extra), workdir, eval_examples=[3, 4])
 
     full = run(tmp_path / "full")
     assert [e["step"] for e in full["evals"]] == [2, 4, 5]
@@ -179,19 +167,7 @@ def test_export_from_best_returns_the_weights_of_the_best_validation_step(tmp_pa
 
     def run(workdir, num_steps=5, **extra):
         config = _config("grpo", num_steps=num_steps, eval_every=1, checkpoint_every=0, **extra)
-        cfg = toy.toy_decoder_config(config.model)
-        params = jax.jit(lambda k: init_params(decoder_abstract(cfg), k))(jax.random.key(0))
-        return trainer.train(
-            config,
-            workdir,
-            env=toy.RepeatTargetEnv(3),
-            params=params,
-            cfg=cfg,
-            train_examples=[3, 4, 5, 6, 7],
-            eval_examples=[3, 4, 5],
-            eos_ids=(2,),
-            progress=False,  # the real sampler: its greedy evals change as the policy learns
-        )
+        return _run(config, workdir, eval_examples=[3, 4, 5], scripted=False)
 
     best = run(tmp_path / "best", export_from="best", keep_best=1, keep_last=1)
     rewards = {e["step"]: e["reward"] for e in best["evals"]}
@@ -209,20 +185,7 @@ def test_export_from_best_returns_the_weights_of_the_best_validation_step(tmp_pa
 @pytest.mark.parametrize("eval_every", [0, 3])
 def test_keep_best_without_matching_evals_does_not_crash(tmp_path, eval_every):
     config = _config("grpo", num_steps=2, eval_every=eval_every, checkpoint_every=1, keep_best=1)
-    cfg = toy.toy_decoder_config(config.model)
-    params = jax.jit(lambda k: init_params(decoder_abstract(cfg), k))(jax.random.key(0))
-    out = trainer.train(
-        config,
-        tmp_path,
-        env=toy.RepeatTargetEnv(3),
-        params=params,
-        cfg=cfg,
-        train_examples=[3, 4],
-        eval_examples=[3],
-        eos_ids=(2,),
-        generate=scripted_generate(),
-        progress=False,
-    )
+    out = _run(config, tmp_path, train_examples=[3, 4], eval_examples=[3])
     assert len(out["history"]) == 2
 
 
