@@ -28,6 +28,7 @@ from memjax.parallel import SAMPLING_RULES, named_sharding, normalize_rules
 from memjax.sampling import loop, weights
 from memjax.sampling.context import check_continuation, fit_prompts
 from memjax.sampling.padding import bucket_length, cache_length, left_pad, positions_after
+from memjax.sampling.prefix import rest_length, shared_prefix_length
 from memjax.sampling.sampling_params import SamplingParams, compacts
 from memjax.sampling.stops import first_stop_string_end, stop_sequences
 
@@ -156,15 +157,16 @@ def _finish(result: loop.DecodeResult, state: SampleState, sampling: SamplingPar
     return SampleOutput(tokens, logprobs, lengths, reasons, new_state, result.batch_sizes)
 
 
-def _run(state: SampleState, chunks, starts, sampling, rng, group_size):
-    """Prefill `chunks` (one per cache row before grouping) at `starts`, then decode."""
+def _run(state: SampleState, chunks, starts, sampling, rng, group_size, pad_to=bucket_length):
+    """Prefill `chunks` (one per cache row before grouping) at `starts`, left-padded to
+    `pad_to(longest)`, then decode."""
     state = dataclasses.replace(
         state,
         params=weights.cast_matrices(
             state.params, weights.resolve(sampling, len(chunks) * group_size)
         ),
     )
-    length = bucket_length(max(len(c) for c in chunks))
+    length = pad_to(max(len(c) for c in chunks))
     tokens, mask = left_pad(chunks, length, state.pad_id)
     positions = positions_after(mask, np.asarray(starts))
     rules = normalize_rules(state.rules) if state.rules is not None else None
@@ -203,6 +205,25 @@ def _run(state: SampleState, chunks, starts, sampling, rng, group_size):
     return _finish(result, state, sampling)
 
 
+def _prefill_shared(state: SampleState, prefix, rows: int, room: int) -> SampleState:
+    """`prefix` (the rows' common opening, whole blocks, no padding) prefilled once and its
+    cache copied to `rows` rows, with `room` more slots for each row's rest and completion."""
+    tokens = jnp.asarray([prefix], jnp.int32)  # [1, P]
+    positions = jnp.arange(len(prefix), dtype=jnp.int32)[None]
+    per_layer = isinstance(state.params["layers"], (list, tuple))
+    _, cache = loop.prefill_new(
+        state.params,
+        tokens,
+        jnp.ones_like(tokens, bool),
+        positions,
+        cfg=state.cfg,
+        cache_size=cache_length(len(prefix) + room),
+        per_layer=per_layer,
+        group_size=rows,
+    )
+    return dataclasses.replace(state, cache=cache)
+
+
 def grow_cache(cache: KVCache, size: int) -> KVCache:
     """The same cache with `size` slots (new slots empty and invalid)."""
     extra = size - cache.size
@@ -236,7 +257,9 @@ def sample(
     Rows come out as [p0 g0, p0 g1, ..., p1 g0, ...]. Each prompt is prefilled once and its
     cache shared by its group. `rng` is a JAX key (or an int seed); a row's draws depend only on
     the key, the step and the row's index. With `mesh`, weights are tensor-parallel
-    (`rules`, default SAMPLING_RULES) and the batch is split over the data axes.
+    (`rules`, default SAMPLING_RULES) and the batch is split over the data axes. Without a
+    mesh, an opening all prompts share (`sampling.shared_prefix` tokens or more) is prefilled
+    once (prefix.py).
     """
     if not prompts or any(len(p) == 0 for p in prompts):
         raise ValueError("sample() needs at least one prompt, and every prompt needs a token")
@@ -263,6 +286,13 @@ def sample(
         mesh=mesh,
         rules=rules,
     )
+    shared = 0 if mesh is not None else shared_prefix_length(prompts, sampling.shared_prefix)
+    if shared:
+        rests = [p[shared:] for p in prompts]
+        room = rest_length(max(len(r) for r in rests)) + sampling.max_new_tokens
+        state = _prefill_shared(state, prompts[0][:shared], len(prompts), room)
+        starts = np.full(len(prompts), shared, np.int32)
+        return _run(state, rests, starts, sampling, rng, group_size, pad_to=rest_length)
     return _run(state, prompts, np.zeros(len(prompts), np.int32), sampling, rng, group_size)
 
 
