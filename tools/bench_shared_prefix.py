@@ -7,7 +7,8 @@ every prompt whole, timed in alternation.
 The packaged SmolLM2-135M-Instruct, greedy, `--batch` prompts per call rendered through each
 role's real template and the model's chat template from synthetic conversations: the answer
 agent over 10 memories per speaker and a question, the manager over 5 memories and 2 new facts,
-the fact extractor over a turn and its context. Per role the two forms run once each to warm
+the fact extractor over a turn and its context, and (`--roles=memsearcher`) MemSearcher's
+context at a memory update. Per role the two forms run once each to warm
 up (compiles), then alternate call by call (tools/_pairs.py): the ratio is the whole-prefill
 call's seconds over the shared-prefix call's (> 1: sharing is faster), the median of the
 per-pair ratios. Both forms must produce the same completions (checked, and printed). The last
@@ -38,6 +39,21 @@ def _turns(seed: int) -> tuple[list, list]:
     return turns, questions
 
 
+def _memsearcher_update(question: str, turns: list) -> list[dict]:
+    """A MemSearcher context at its memory update: system and user turn (question and a
+    memory of 3 sentences), one search, and its response (3 passages of 2 sentences)."""
+    from memjax.agents.memsearcher.prompts import context_messages, tool_response_message
+
+    texts = [text for _, text, _ in turns]
+    passages = "\n".join(f"Doc {i + 1}: {texts[3 + 2 * i]} {texts[4 + 2 * i]}" for i in range(3))
+    call = f"<search>{question}</search>"
+    return [
+        *context_messages(question, " ".join(texts[:3])),
+        {"role": "assistant", "content": f"<think>I need to search.</think>\n{call}"},
+        tool_response_message([(call, passages)]),
+    ]
+
+
 def role_prompts(tokenizer, role: str, batch: int, seed: int = 0) -> list[list[int]]:
     """`batch` token-id prompts of one role, each over different turns."""
     from memjax.agents.memory_r1.answer_prompt import render_answer_prompt
@@ -57,11 +73,15 @@ def role_prompts(tokenizer, role: str, batch: int, seed: int = 0) -> list[list[i
             memories = [{"id": str(i), "text": text} for i, (_, text, _) in enumerate(pick(5))]
             facts = [text for _, text, _ in pick(2)]
             messages = [{"role": "user", "content": render_manager_prompt(memories, facts)}]
+        elif role == "memsearcher":
+            messages = _memsearcher_update(questions[b % len(questions)], pick(9))
         elif role == "facts":
             context = pick(3)
             messages = render_fact_messages([(s, t) for s, t, _ in context], context[-1][2])
         else:
-            raise SystemExit(f"--roles: unknown role {role!r} (answer, manager, facts)")
+            raise SystemExit(
+                f"--roles: unknown role {role!r} (answer, manager, facts, memsearcher)"
+            )
         prompts.append(tokenizer.chat(messages))
     return prompts
 
