@@ -19,7 +19,9 @@ agent rewarding it (over snapshot banks a teacher built: on synthetic data by de
 ground-truth oracle, standing in for the paper's GPT-4o-mini), then the answer agent trained
 over the trained manager's banks (their facts always the SFT extractor's); evaluated are the
 base model, Memory-SFT, the trained manager with the SFT answer agent (the manager's own
-effect), both trained agents, and (optionally) both trained agents without distillation.
+effect), both trained agents, and (optionally) both trained agents without distillation. The
+stages that need the banks one pair of models builds share them (<root>/banks/<builders>), as
+every manager stage shares the teacher's snapshots (<root>/snapshots).
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ DATA_CONFIG = "configs/sft_data_cpu.py"
 MEMSEARCHER_CONFIG = "configs/memsearcher_cpu.py"
 MEMORY_R1_CONFIG = "configs/memory_r1_synthetic_cpu.py"
 CORPUS = "corpus"  # a pseudo-stage: the workdir where the HotpotQA corpus and index live
+# Pseudo-stages for Memory-R1's model-built artefacts, shared by the stages that would build
+# the same ones: banks (one folder per pair of models that build them) and the manager's
+# training snapshots. Both caches are keyed by what built them (bank_store, snapshots), so a
+# stage whose builders differ rebuilds rather than reads another's.
+BANKS = "banks"
+SNAPSHOTS = "snapshots"
 
 
 def _sft_overrides(section, data_stage: str, roles: str, model_source: str) -> tuple[str, ...]:
@@ -139,6 +147,14 @@ def _mr1_held_out(section) -> tuple[str, ...]:
     )
 
 
+def _banks(builders: str) -> str:
+    """Where the banks that `builders` (a name for the fact extractor and manager) keep live.
+    Bank building is most of a Memory-R1 evaluation on a CPU, and the evaluations of one trained
+    manager (with the SFT answer agent, with the trained one, without distillation) answer over
+    the same banks: the first builds them, the others load them."""
+    return f"banks_dir={{{BANKS}}}/{builders}"
+
+
 def _mr1_eval(name: str, label: str, section, *agents: str) -> Stage:
     overrides = ("job=memory_r1.eval", *agents, *_mr1_held_out(section))
     return Stage(name, MEMORY_R1_CONFIG, overrides, report="memory_r1_eval", label=label)
@@ -179,8 +195,10 @@ def memory_r1_stages(section, model_source: str, seeds: tuple[int, ...]) -> list
     )
     sft_overrides = _sft_overrides(section, "mr1_data", "facts,manager,answer", model_source)
     stages = [data, Stage("mr1_sft", SFT_CONFIG, sft_overrides, report="sft")]
-    stages.append(_mr1_eval("mr1_eval_base", "base", section, f"model.source={model_source}"))
-    stages.append(_mr1_eval("mr1_eval_sft", "Memory-SFT", section, "model.source={mr1_sft}"))
+    base = (f"model.source={model_source}", _banks("base"))
+    stages.append(_mr1_eval("mr1_eval_base", "base", section, *base))
+    sft = ("model.source={mr1_sft}", _banks("sft"))
+    stages.append(_mr1_eval("mr1_eval_sft", "Memory-SFT", section, *sft))
     # The floor: the SFT answer agent over empty banks (fact and manager calls may write one
     # token, so no fact and no operation comes out). Synthetic questions are partly guessable
     # ("Should Rosa avoid cheese pizza?" yes); a manager's worth is its distance above this.
@@ -190,6 +208,7 @@ def memory_r1_stages(section, model_source: str, seeds: tuple[int, ...]) -> list
             "no memory (Memory-SFT answer agent, empty banks)",
             section,
             "model.source={mr1_sft}",
+            _banks("no_memory"),
             "construction.fact_max_new_tokens=1",
             "construction.manager_max_new_tokens=1",
         )
@@ -208,10 +227,16 @@ def _mr1_rl_stages(section, algo: str, seed: int, *, ablation: bool) -> list[Sta
     sft_model = "model.source={mr1_sft}"
     # RL trains the manager's operations only; the facts it manages stay the SFT extractor's,
     # so every evaluation below differs from Memory-SFT's in the trained agents alone.
-    trained_manager = (f"manager.trained={{{manager}}}/policy", "facts.source={mr1_sft}")
+    trained_manager = (
+        f"manager.trained={{{manager}}}/policy",
+        "facts.source={mr1_sft}",
+        _banks(manager[len("mr1_") :]),
+    )
     trained_answer = f"answer.trained={{{answer}}}/policy"
     teacher = str(section.snapshot_teacher)
     snapshots = (f"teacher.source={teacher}", f"teacher.name={teacher}") if teacher else ()
+    # Every seed's and algorithm's manager trains on the same teacher's snapshots: built once.
+    snapshots += (f"snapshots.cache_dir={{{SNAPSHOTS}}}",)
     manager_job = ("job=memory_r1.train_manager", *snapshots, *rl)
     stages = [
         Stage(manager, MEMORY_R1_CONFIG, manager_job, "rl_curve"),

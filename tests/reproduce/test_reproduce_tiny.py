@@ -9,7 +9,7 @@ import runpy
 import pytest
 
 from memjax.reproduce import job
-from memjax.reproduce.stages import DONE_FILE, REPO_ROOT
+from memjax.reproduce.stages import DONE_FILE, LOG_FILE, REPO_ROOT
 from tests.agents.conftest import tiny_decoder
 
 WORDS = [
@@ -116,6 +116,9 @@ def test_every_stage_of_both_papers_runs_chains_and_reports(tiny_model, tmp_path
         assert (root / name / "policy" / "model.safetensors").is_file(), name
     log = (root / "ms_eval_grpo_s0" / "stage.log").read_text()
     assert f"--config.model.source={root / 'ms_grpo_s0'}/policy" in log
+    # The trained manager's banks are built by its first evaluation and loaded by the next.
+    assert "banks: built none" not in (root / "mr1_eval_grpo_s0_manager" / LOG_FILE).read_text()
+    assert "banks: built none" in (root / "mr1_eval_grpo_s0" / LOG_FILE).read_text()
 
     report = json.loads((root / "reproduction.json").read_text())
     ms_rows = {(r["label"], r["agent"]) for r in report["memsearcher"]}
@@ -136,6 +139,8 @@ def test_every_stage_of_both_papers_runs_chains_and_reports(tiny_model, tmp_path
         "Memory-R1-GRPO (seed 0)",
     ]
     assert all(r["split"]["name"] == "test" for r in report["memory_r1"])
+    manager_rows = report["memory_r1"][3:]  # one manager's banks: the same operations
+    assert manager_rows[0]["operations"] == manager_rows[1]["operations"]
     assert all(v is not None for v in report["wall_s"].values())
     assert {"ms_sft.png", "ms_grpo_s0.png", "mr1_grpo_s0_manager.png"} <= set(report["plots"])
     paired = report["against_sft"]

@@ -95,6 +95,26 @@ def test_the_cpu_plan_names_only_real_fields_and_chains_sft_into_rl_and_eval():
             assert not any(f"{{{earlier}}}" in o for o in stage.overrides), (stage.name, earlier)
 
 
+def test_the_evaluations_of_one_trained_manager_share_its_banks_and_no_two_builders_do():
+    config = runpy.run_path(str(CONFIG))["get_config"]()
+    config.memory_r1.algos = "grpo,ppo"
+    by_name = {s.name: s for s in job.plan(config)}
+
+    def banks(name):
+        (override,) = [o for o in by_name[name].overrides if o.startswith("banks_dir=")]
+        return override
+
+    one_manager = ("mr1_grpo_s0_answer", "mr1_eval_grpo_s0", "mr1_eval_grpo_s0_no_distill")
+    assert {banks(n) for n in one_manager} == {banks("mr1_eval_grpo_s0_manager")}
+    builders = ["base", "sft", "no_memory", "grpo_s0", "grpo_s1", "ppo_s0", "ppo_s1"]
+    assert len({banks(f"mr1_eval_{b}") for b in builders}) == len(builders)
+    managers = [n for n in by_name if n.endswith("_manager") and not n.startswith("mr1_eval")]
+    assert len(managers) == 4
+    assert {o for n in managers for o in by_name[n].overrides if o.startswith("snapshots.")} == {
+        "snapshots.cache_dir={snapshots}"
+    }
+
+
 def test_a_misspelt_override_fails_before_anything_runs():
     with pytest.raises(StageError, match=r"has no field 'sft.num_stepz'"):
         StageRunner("/root").check(Stage("x", "configs/sft_cpu.py", ("sft.num_stepz=3",)))
