@@ -12,6 +12,7 @@ Building banks with the model costs hours per conversation on 2 cores (one batch
 call per turn). The answer agent alone, on whole conversations, over banks no model builds:
     --config.construction.builder=observations   # LoCoMo's annotated facts per session
     --config.construction.builder=raw_turns      # every turn as said (LoCoMo's RAG memory)
+    --config.construction.builder=empty          # no memory: the floor of the question alone
 """
 
 from ml_collections import ConfigDict

@@ -199,18 +199,16 @@ def memory_r1_stages(section, model_source: str, seeds: tuple[int, ...]) -> list
     stages.append(_mr1_eval("mr1_eval_base", "base", section, *base))
     sft = ("model.source={mr1_sft}", _banks("sft"))
     stages.append(_mr1_eval("mr1_eval_sft", "Memory-SFT", section, *sft))
-    # The floor: the SFT answer agent over empty banks (fact and manager calls may write one
-    # token, so no fact and no operation comes out). Synthetic questions are partly guessable
-    # ("Should Rosa avoid cheese pizza?" yes); a manager's worth is its distance above this.
+    # The floor: the SFT answer agent over empty banks. Synthetic questions are partly
+    # guessable ("Should Rosa avoid cheese pizza?" yes); a manager's worth is its distance
+    # above this.
     stages.append(
         _mr1_eval(
             "mr1_eval_no_memory",
             "no memory (Memory-SFT answer agent, empty banks)",
             section,
             "model.source={mr1_sft}",
-            _banks("no_memory"),
-            "construction.fact_max_new_tokens=1",
-            "construction.manager_max_new_tokens=1",
+            "construction.builder=empty",
         )
     )
     for algo in _names(section.algos):

@@ -106,7 +106,7 @@ def test_the_evaluations_of_one_trained_manager_share_its_banks_and_no_two_build
 
     one_manager = ("mr1_grpo_s0_answer", "mr1_eval_grpo_s0", "mr1_eval_grpo_s0_no_distill")
     assert {banks(n) for n in one_manager} == {banks("mr1_eval_grpo_s0_manager")}
-    builders = ["base", "sft", "no_memory", "grpo_s0", "grpo_s1", "ppo_s0", "ppo_s1"]
+    builders = ["base", "sft", "grpo_s0", "grpo_s1", "ppo_s0", "ppo_s1"]
     assert len({banks(f"mr1_eval_{b}") for b in builders}) == len(builders)
     managers = [n for n in by_name if n.endswith("_manager") and not n.startswith("mr1_eval")]
     assert len(managers) == 4

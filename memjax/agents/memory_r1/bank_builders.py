@@ -12,11 +12,13 @@
   - "raw_turns": every dialogue turn stored as said (LoCoMo's RAG baseline memory,
     `raw_turns.raw_turn_bank`), any data.
   - "observations": LoCoMo's annotated per-session facts (`observations.observation_bank`).
+  - "empty": no memory at all, any data: the floor an answer agent reaches from the question
+    alone (synthetic questions are partly guessable), which a manager's banks must beat.
 
-The last two take no model call and seconds of embedding: they let the answer agent be
-measured on whole LoCoMo conversations, whose model-built banks cost hours on a CPU. The
-first two are cached under banks_dir, keyed by who built them (bank_store); the last two are
-rebuilt each run.
+The last three take no model call (the first two of them seconds of embedding): they let the
+answer agent be measured on whole LoCoMo conversations, whose model-built banks cost hours on a
+CPU. The first two are cached under banks_dir, keyed by who built them (bank_store); the last
+three are rebuilt each run.
 """
 
 from __future__ import annotations
@@ -34,11 +36,13 @@ from memjax.data.locomo_types import Conversation
 from memjax.errors import ConfigError
 
 POLICY, ORACLE, RAW_TURNS, OBSERVATIONS = "policy", "oracle", "raw_turns", "observations"
-BUILDERS = (POLICY, ORACLE, RAW_TURNS, OBSERVATIONS)
+EMPTY = "empty"
+BUILDERS = (POLICY, ORACLE, RAW_TURNS, OBSERVATIONS, EMPTY)
 DESCRIPTIONS = {
     ORACLE: "oracle banks",
     RAW_TURNS: "raw-turn banks",
     OBSERVATIONS: "observation banks",
+    EMPTY: "empty banks",
 }
 
 
@@ -105,7 +109,7 @@ def conversation_banks(
     banks_dir when built before from the same inputs."""
     settings = S.construction_settings(config)
     kind = builder(config)
-    if kind in (RAW_TURNS, OBSERVATIONS):
+    if kind in (RAW_TURNS, OBSERVATIONS, EMPTY):
         return annotated_banks(kind, conversations, embedder)
     if kind == POLICY:
         facts, manager = S.fact_and_manager_policies(config)
@@ -130,11 +134,16 @@ def conversation_banks(
 
 
 def annotated_banks(kind: str, conversations: Sequence[Conversation], embedder) -> StoredBanks:
-    """Banks of the raw turns or of LoCoMo's observations: no model, nothing cached."""
+    """Banks of the raw turns, of LoCoMo's observations or of nothing: no model, no cache."""
     from memjax.agents.memory_r1.observations import observation_bank
     from memjax.agents.memory_r1.raw_turns import raw_turn_bank
+    from memjax.memory.bank import MemoryBank
 
-    build = raw_turn_bank if kind == RAW_TURNS else observation_bank
+    build = {
+        RAW_TURNS: raw_turn_bank,
+        OBSERVATIONS: observation_bank,
+        EMPTY: lambda _conversation, embedder: MemoryBank(embedder),
+    }[kind]
     banks = {conv.sample_id: build(conv, embedder) for conv in conversations}
     counters = Counter({f"{kind}_memories": sum(len(b) for b in banks.values())})
     return StoredBanks(banks, counters, {}, list(banks))

@@ -133,8 +133,9 @@ def memory_r1_config(
     config.construction.manager_max_new_tokens = 1024
     config.construction.batch_size = 32
     config.construction.max_prompt_tokens = 4096
-    # Who builds the banks: "policy" (the fact extractor and manager models) or, on synthetic
-    # data, "oracle" (the ground truth's facts and operations: the answer agent alone).
+    # Who builds the banks: "policy" (the fact extractor and manager models); on synthetic
+    # data "oracle" (the ground truth's facts and operations: the answer agent alone);
+    # "raw_turns", "observations" (LoCoMo's annotations) or "empty" (bank_builders).
     config.construction.builder = "policy"
 
     config.answer_agent = ConfigDict()

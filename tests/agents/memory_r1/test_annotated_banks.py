@@ -1,5 +1,6 @@
-"""`construction.builder=raw_turns | observations`: banks from the dialogue itself or from
-LoCoMo's annotated observations, with no model call (whole LoCoMo conversations on a CPU)."""
+"""`construction.builder=raw_turns | observations | empty`: banks from the dialogue itself, from
+LoCoMo's annotated observations or of nothing, with no model call (whole LoCoMo conversations on
+a CPU; the no-memory floor)."""
 
 import pytest
 
@@ -112,12 +113,30 @@ def test_raw_turn_banks_hold_every_turn_and_call_no_model(tmp_path, monkeypatch)
     assert {(e.owner, e.timestamp, e.text) for e in bank.entries()} == said
 
 
+def test_empty_banks_answer_every_question_from_nothing_and_call_no_model(tmp_path, monkeypatch):
+    from memjax.agents.memory_r1.answer_env import answer_examples
+
+    monkeypatch.setattr(S, "policy_for", _no_model)
+    config = _config("empty")
+    conversations = S.select_conversations(S.load_conversations(config.data), config.data, "test")
+    stored = bank_builders.conversation_banks(config, conversations, tmp_path, helpers.BagOfWords())
+    (conv,) = conversations
+    bank = stored.banks[conv.sample_id]
+    assert len(bank) == 0 and not list(tmp_path.iterdir())  # nothing built, nothing cached
+    items = S.questions(conv, config.data)
+    examples = answer_examples(conv.sample_id, conv.speakers, bank, items, 10)
+    assert len(examples) == len(items) > 0
+    assert all(not e.memories_a and not e.memories_b for e in examples)
+
+
 def test_the_builders_are_named_in_reports_and_checked_at_the_boundary():
     config = _config("observations")
     config.answer.trained = "/ckpt/answer/policy"
     assert method_name(config) == "/ckpt/answer/policy over observation banks"
     config.construction.builder = "raw_turns"
     assert method_name(config) == "/ckpt/answer/policy over raw-turn banks"
+    config.construction.builder = "empty"
+    assert method_name(config) == "/ckpt/answer/policy over empty banks"
     config.job = "memory_r1.eval"
     config.construction.builder = "turns"
     with pytest.raises(ConfigError, match=r"expected one of policy, oracle, raw_turns"):
