@@ -112,10 +112,13 @@ def build_report(stages: list[Stage], runner: StageRunner, judge: str) -> dict:
         parts += [tables.paired_markdown(paired["memsearcher"])]
     parts += ["## Stages", "", "| stage | wall time |", "|---|---:|"]
     parts += [f"| {n} | {_wall(w)} |" for n, w in walls.items()]
+    # The sum of the stages' own times: a stopped-and-resumed reproduction is not one wall.
+    total = sum(w for w in walls.values() if w is not None)
+    parts += [f"| all finished stages | {_wall(total)} |"]
     if plots:
         parts += ["", "Curves: " + ", ".join(f"plots/{p}" for p in plots)]
     body = {"memory_r1": mr1, "memsearcher": ms, "against_sft": paired}
-    body |= {"wall_s": walls, "plots": plots}
+    body |= {"wall_s": walls, "total_wall_s": total, "plots": plots}
     return {"markdown": "\n".join(parts) + "\n", "json": body}
 
 

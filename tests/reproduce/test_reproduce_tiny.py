@@ -142,6 +142,7 @@ def test_every_stage_of_both_papers_runs_chains_and_reports(tiny_model, tmp_path
     manager_rows = report["memory_r1"][3:]  # one manager's banks: the same operations
     assert manager_rows[0]["operations"] == manager_rows[1]["operations"]
     assert all(v is not None for v in report["wall_s"].values())
+    assert report["total_wall_s"] == pytest.approx(sum(report["wall_s"].values()))
     assert {"ms_sft.png", "ms_grpo_s0.png", "mr1_grpo_s0_manager.png"} <= set(report["plots"])
     paired = report["against_sft"]
     assert [r["label"] for r in paired["memory_r1"]] == labels[3:]
