@@ -69,10 +69,17 @@ def get_config() -> ConfigDict:
     c.memsearcher = ms
 
     mr1 = ConfigDict()
-    mr1.teacher_conversations = 16  # synthetic, seed 1000
+    mr1.teacher_conversations = 48  # synthetic, seed 1000
     mr1.answer_data = "synthetic,locomo"  # LoCoMo: conv-26, the paper's training conversation
     mr1.locomo = LOCOMO
-    _sft_fields(mr1, max_seq_len=1344, max_per_role=200)  # 200 per role: a balanced mix
+    # The measured cold start whose manager writes operations (README, SFT B): every manager
+    # trajectory of 48 conversations (one per conversation, ~500 rows) beside 120 fact and 120
+    # answer ones, the DELETE decisions three times, 80 steps of 4 rows. An even mix (200 per
+    # role of 16 conversations, 40 steps of 8 rows) left a manager whose every output listed
+    # NONE until the token limit (0 of 74 turns well-formed, no memory written).
+    _sft_fields(mr1, max_seq_len=1344, max_per_role=120)
+    mr1.sft_steps, mr1.sft_batch_rows, mr1.sft_micro_batches = 80, 4, 2
+    mr1.sft_oversample, mr1.sft_oversample_times = '"event": "DELETE"', 3
     mr1.algos = "grpo"  # or "grpo,ppo"
     # Who builds the manager's training snapshots (the paper: GPT-4o-mini): "oracle", the
     # synthetic data's ground truth; "" the policy model; or a model path.

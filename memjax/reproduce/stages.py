@@ -7,8 +7,10 @@
 A stage runs as its own process (`python -m memjax.launch`), so each job starts from a clean
 JAX runtime and frees its memory when it ends, and a stage that dies takes nothing else with
 it. `{name}` in an override is that stage's workdir. A stage that finished leaves
-`stage.json` (its command and wall time, written atomically); a rerun skips it when the
-command is the same and refuses, in one line, when the workdir holds a run of another command.
+`stage.json` (its command and wall time, written atomically, and the fingerprints of the
+finished stages it read); a rerun skips it when the command is the same and refuses, in one
+line, when the workdir holds a run of another command or one that read an earlier stage's
+outputs since rerun with other settings (a stale evaluation is never reported as new).
 A stage that was stopped resumes: the jobs themselves continue from their checkpoints and
 cached artefacts in the workdir.
 """
@@ -94,7 +96,25 @@ class StageRunner:
                 f"{done}: stage {stage.name} finished with another command "
                 f"({' '.join(record.get('command', []))}); remove {done.parent} to rerun it"
             )
+        read = self.upstream(stage)
+        changed = [n for n, sha in record.get("upstream", read).items() if read.get(n) != sha]
+        if changed:
+            raise StageError(
+                f"{done}: stage {stage.name} read the outputs of {', '.join(changed)}, since "
+                f"removed or run again with other settings; remove {done.parent} to rerun it"
+            )
         return record
+
+    def upstream(self, stage: Stage) -> dict[str, str]:
+        """{finished earlier stage it reads: that stage's fingerprint}. Shared folders that no
+        stage runs (the corpus, the banks) have no fingerprint of their own."""
+        names = sorted(set(re.findall(r"\{(\w+)\}", " ".join(stage.overrides))))
+        done = {name: self.workdir(name) / DONE_FILE for name in names}
+        return {
+            name: json.loads(path.read_text()).get("stage_sha256")
+            for name, path in done.items()
+            if path.exists()
+        }
 
     def run(self, stage: Stage) -> dict:
         """Runs the stage unless it finished; returns its record (command, wall time)."""
@@ -127,6 +147,7 @@ class StageRunner:
             "stage": stage.name,
             "command": command,
             "stage_sha256": _stage_sha256(stage),
+            "upstream": self.upstream(stage),
             "wall_s": wall_s,
         }
         atomic_write_text(workdir / DONE_FILE, json.dumps(record, indent=1))

@@ -52,6 +52,25 @@ def test_a_finished_stage_with_another_command_is_refused_in_one_line(tmp_path):
         runner.run(Stage("b", "configs/sft_cpu.py", ("sft.num_steps=8",)))
 
 
+def test_a_stage_that_read_an_earlier_stage_since_rerun_differently_is_refused(tmp_path):
+    runner = StageRunner(tmp_path / "root", python=_fake_python(tmp_path), echo=lambda _: None)
+    sft = Stage("sft", "configs/sft_cpu.py", ("sft.num_steps=4",))
+    evaluation = Stage("eval", "configs/memory_r1_synthetic_cpu.py", ("model.source={sft}",))
+    runner.run(sft)
+    runner.run(evaluation)
+    assert runner.finished(evaluation)["upstream"] == {"sft": runner.finished(sft)["stage_sha256"]}
+    # The same SFT settings run again: the evaluation still stands.
+    (tmp_path / "root" / "sft" / DONE_FILE).unlink()
+    runner.run(sft)
+    assert runner.finished(evaluation) is not None
+    # Other SFT settings: the evaluation of the old model is refused, not reported as new.
+    (tmp_path / "root" / "sft" / DONE_FILE).unlink()
+    runner.run(Stage("sft", "configs/sft_cpu.py", ("sft.num_steps=8",)))
+    with pytest.raises(StageError, match=r"stage eval read the outputs of sft, since removed or"):
+        runner.run(evaluation)
+    assert len(_calls(tmp_path)) == 4
+
+
 def test_a_failed_stage_names_itself_its_status_last_line_and_log_and_reruns(tmp_path):
     runner = StageRunner(tmp_path / "root", python=_fake_python(tmp_path), echo=lambda _: None)
     stage = Stage("b", "configs/sft_cpu.py")
@@ -81,7 +100,9 @@ def test_the_cpu_plan_names_only_real_fields_and_chains_sft_into_rl_and_eval():
     assert "data.oversample=That is all the question needs" in by_name["ms_sft"].overrides
     assert "data.oversample_times=2" in by_name["ms_sft"].overrides
     assert "eval.agents=memsearcher,react" in by_name["ms_eval_sft"].overrides
-    assert not any(o.startswith("data.oversample") for o in by_name["mr1_sft"].overrides)
+    # The manager's cold start sees the rare DELETE decisions three times (README, SFT B).
+    assert 'data.oversample="event": "DELETE"' in by_name["mr1_sft"].overrides
+    assert "data.oversample_times=3" in by_name["mr1_sft"].overrides
     assert "model.source={ms_grpo_s1}/policy" in by_name["ms_eval_grpo_s1"].overrides
     assert "manager.trained={mr1_grpo_s0_manager}/policy" in by_name["mr1_grpo_s0_answer"].overrides
     # The RL manager manages the facts the SFT model extracts, in training and in evaluation.
