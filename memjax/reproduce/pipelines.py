@@ -228,7 +228,7 @@ def _mr1_rl_stages(section, algo: str, seed: int, *, ablation: bool) -> list[Sta
     trained_manager = (
         f"manager.trained={{{manager}}}/policy",
         "facts.source={mr1_sft}",
-        _banks(manager[len("mr1_") :]),
+        _banks(f"{tag}_manager"),
     )
     trained_answer = f"answer.trained={{{answer}}}/policy"
     teacher = str(section.snapshot_teacher)

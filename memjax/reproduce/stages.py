@@ -34,6 +34,7 @@ from memjax.memory.atomic import atomic_write_text
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DONE_FILE = "stage.json"
+STAGE_REF = re.compile(r"\{(\w+)\}")  # "{ms_sft}" in an override: that stage's workdir
 LOG_FILE = "stage.log"
 
 
@@ -66,7 +67,7 @@ class StageRunner:
         return ["-m", "memjax.launch", *args]
 
     def _resolve(self, override: str) -> str:
-        return re.sub(r"\{(\w+)\}", lambda m: str(self.workdir(m.group(1))), override)
+        return STAGE_REF.sub(lambda m: str(self.workdir(m.group(1))), override)
 
     def check(self, stage: Stage) -> None:
         """Every override names a field of the stage's config file (before anything runs, so
@@ -108,7 +109,7 @@ class StageRunner:
     def upstream(self, stage: Stage) -> dict[str, str]:
         """{finished earlier stage it reads: that stage's fingerprint}. Shared folders that no
         stage runs (the corpus, the banks) have no fingerprint of their own."""
-        names = sorted(set(re.findall(r"\{(\w+)\}", " ".join(stage.overrides))))
+        names = sorted({n for o in stage.overrides for n in STAGE_REF.findall(o)})
         done = {name: self.workdir(name) / DONE_FILE for name in names}
         return {
             name: json.loads(path.read_text()).get("stage_sha256")

@@ -99,12 +99,20 @@ def _config(builder):
     return config
 
 
-def test_raw_turn_banks_hold_every_turn_and_call_no_model(tmp_path, monkeypatch):
+def _test_bank(builder, banks_dir, monkeypatch):
+    """(config, the one test conversation, stored banks) built by `builder`, no model allowed."""
     monkeypatch.setattr(S, "policy_for", _no_model)
-    config = _config("raw_turns")
+    config = _config(builder)
     conversations = S.select_conversations(S.load_conversations(config.data), config.data, "test")
-    stored = bank_builders.conversation_banks(config, conversations, tmp_path, helpers.BagOfWords())
+    stored = bank_builders.conversation_banks(
+        config, conversations, banks_dir, helpers.BagOfWords()
+    )
     (conv,) = conversations
+    return config, conv, stored
+
+
+def test_raw_turn_banks_hold_every_turn_and_call_no_model(tmp_path, monkeypatch):
+    _, conv, stored = _test_bank("raw_turns", tmp_path, monkeypatch)
     bank = stored.banks[conv.sample_id]
     turns = conv.turns()
     assert len(bank) == len(turns) > 0
@@ -116,11 +124,7 @@ def test_raw_turn_banks_hold_every_turn_and_call_no_model(tmp_path, monkeypatch)
 def test_empty_banks_answer_every_question_from_nothing_and_call_no_model(tmp_path, monkeypatch):
     from memjax.agents.memory_r1.answer_env import answer_examples
 
-    monkeypatch.setattr(S, "policy_for", _no_model)
-    config = _config("empty")
-    conversations = S.select_conversations(S.load_conversations(config.data), config.data, "test")
-    stored = bank_builders.conversation_banks(config, conversations, tmp_path, helpers.BagOfWords())
-    (conv,) = conversations
+    config, conv, stored = _test_bank("empty", tmp_path, monkeypatch)
     bank = stored.banks[conv.sample_id]
     assert len(bank) == 0 and not list(tmp_path.iterdir())  # nothing built, nothing cached
     items = S.questions(conv, config.data)
