@@ -37,6 +37,7 @@ from memjax.errors import ConfigError
 from memjax.eval.judge import JudgeTally, parse_judge_reply, render_judge_prompt
 from memjax.eval.report import QuestionResult, build_report
 from memjax.eval.scoring import mem0_scores, official_scores
+from memjax.memory.atomic import atomic_write_text
 
 
 def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
@@ -45,53 +46,68 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     every_conversation = S.load_conversations(config.data)
     conversations = S.select_conversations(every_conversation, config.data)
-    split = S.split_summary(every_conversation, config.data)
-    embedder = S.load_embedder(config)
-    a = config.answer_agent
     banks_dir = Path(config.banks_dir or workdir / "banks")
-    stored = conversation_banks(config, conversations, banks_dir, embedder)
+    stored = conversation_banks(config, conversations, banks_dir, S.load_embedder(config))
     print(f"banks: built {stored.built or 'none'}, loaded the rest from {banks_dir}", flush=True)
 
+    examples = _examples(config, conversations, stored.banks)
+    a = config.answer_agent
+    answerer = S.policy_for(config, "answer", a.max_new_tokens, a.batch_size, "answer")
+    settings = S.answer_settings(config)
+    outputs = answerer([answer_messages(e, settings) for e in examples])
+    parsed = [parse_answer(t) for t in outputs]
+    judge = S.policy_for(config, "judge", config.judge.max_new_tokens, a.batch_size, "judge")
+    replies = _judge_replies(config, judge, examples, parsed)
+    verdicts = {i: parse_judge_reply(r) for i, r in replies.items()}
+    results, predictions = _scored(examples, outputs, parsed, replies, verdicts)
+
+    latencies = {k: v for k, v in stored.latency.items() if v}
+    latencies.update(answer=answerer.seconds, judge=judge.seconds)
+    reports = _reports(
+        config,
+        results,
+        method=method or method_name(config),
+        latencies=latencies,
+        memory_tokens=_memory_tokens(config, stored.banks),
+        counters=_counters(stored.counters, parsed, verdicts.values()),
+        split=S.split_summary(every_conversation, config.data),
+    )
+    for name, report in reports.items():
+        atomic_write_text(workdir / f"report_{name}.md", report.to_markdown())
+        atomic_write_text(workdir / f"report_{name}.json", report.to_json_str())
+    lines = (json.dumps(p, ensure_ascii=False) + "\n" for p in predictions)
+    atomic_write_text(workdir / "predictions.jsonl", "".join(lines))
+    return {**reports, "predictions": predictions}
+
+
+def _examples(config, conversations, banks) -> list:
+    """Every selected question of every conversation, over its conversation's bank."""
+    k = int(config.answer_agent.k_per_speaker)
     examples = []
     for conv in conversations:
         items = S.questions(conv, config.data)
-        bank = stored.banks[conv.sample_id]
-        examples.extend(
-            answer_examples(conv.sample_id, conv.speakers, bank, items, int(a.k_per_speaker))
-        )
-    settings = S.answer_settings(config)
-    answerer = S.policy_for(config, "answer", a.max_new_tokens, a.batch_size, "answer")
-    outputs = answerer([answer_messages(e, settings) for e in examples])
-    parsed = [parse_answer(t) for t in outputs]
+        examples += answer_examples(conv.sample_id, conv.speakers, banks[conv.sample_id], items, k)
+    return examples
 
-    judge = S.policy_for(config, "judge", config.judge.max_new_tokens, a.batch_size, "judge")
-    judge_template = S.prompt_templates(config)["judge"]
+
+def _judge_replies(config, judge, examples, parsed) -> dict[int, str]:
+    """The judge's reply to every non-adversarial answer, by example index (Mem0 leaves
+    category 5 out of J, and it has no gold answer to judge against)."""
+    template = S.prompt_templates(config)["judge"]
     judged = [i for i, e in enumerate(examples) if e.category != ADVERSARIAL]
-    replies = judge(
-        [
-            [
-                {
-                    "role": "user",
-                    "content": render_judge_prompt(
-                        examples[i].question,
-                        examples[i].gold,
-                        parsed[i].answer or "",
-                        judge_template,
-                    ),
-                }
-            ]
-            for i in judged
-        ]
-    )
-    judge_replies = dict(zip(judged, replies))
-    verdicts = {i: parse_judge_reply(r) for i, r in judge_replies.items()}
-    tally = JudgeTally()
-    for v in verdicts.values():
-        tally.add(v)
+    prompts = [
+        render_judge_prompt(
+            examples[i].question, examples[i].gold, parsed[i].answer or "", template
+        )
+        for i in judged
+    ]
+    replies = judge([[{"role": "user", "content": p}] for p in prompts])
+    return dict(zip(judged, replies))
 
+
+def _scored(examples, outputs, parsed, replies, verdicts):
+    """Both protocols' scores per question, and the predictions.jsonl rows that show them."""
     results, predictions = [], []
-    answers = Counter(has_marker=sum(p.has_marker for p in parsed), total=len(parsed))
-    answers.update(f"refused_{p.refused}" for p in parsed if p.refused)
     for i, (e, text, p) in enumerate(zip(examples, outputs, parsed)):
         conv_id, qa_index = e.uid.rsplit("/", 1)
         scores = dict(mem0_scores(p.answer, e.gold, verdicts.get(i)))
@@ -105,52 +121,48 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
                 "gold": e.gold,
                 "answer": p.answer,
                 "output": text,
-                "judge": judge_replies.get(i),  # None: category 5 is not judged
+                "judge": replies.get(i),  # None: category 5 is not judged
                 "scores": scores,
             }
         )
+    return results, predictions
 
+
+def _memory_tokens(config, banks) -> dict[str, int]:
+    """Each conversation's bank size in the answer agent's tokens."""
     tokenizer = load_agent_model(S.agent_spec(config, "answer")).tokenizer
-    mem_tokens = {
-        cid: memory_tokens(bank, lambda t: len(tokenizer.encode(t)))
-        for cid, bank in stored.banks.items()
+    return {
+        cid: memory_tokens(bank, lambda t: len(tokenizer.encode(t))) for cid, bank in banks.items()
     }
-    latencies = {k: v for k, v in stored.latency.items() if v}
-    latencies.update(answer=answerer.seconds, judge=judge.seconds)
-    counters = {
-        "construction": dict(stored.counters),
+
+
+def _counters(construction: Counter, parsed, verdicts) -> dict:
+    """The normal, counted events: bank building's, malformed answers, unreadable verdicts."""
+    answers = Counter(has_marker=sum(p.has_marker for p in parsed), total=len(parsed))
+    answers.update(f"refused_{p.refused}" for p in parsed if p.refused)
+    tally = JudgeTally()
+    for verdict in verdicts:
+        tally.add(verdict)
+    judge_parse = dict(tally.status) | {f"refused_{k}": n for k, n in tally.refused.items()}
+    return {
+        "construction": dict(construction),
         "answers": dict(answers),
-        "judge_parse": dict(tally.status) | {f"refused_{k}": n for k, n in tally.refused.items()},
+        "judge_parse": judge_parse,
     }
-    method = method or method_name(config)
-    mem0 = build_report(
-        results,
-        method=method,
-        metrics=("f1", "bleu1", "j", "em"),
-        categories=TABLE1_ORDER,
-        latencies=latencies,
-        memory_tokens=mem_tokens,
-        counters=counters,
-        split=split,
-    )
-    official_categories = TABLE1_ORDER + ((ADVERSARIAL,) if config.data.include_adversarial else ())
-    official = build_report(
-        results,
-        method=method,
-        metrics=("official_f1",),
-        categories=official_categories,
-        latencies=latencies,
-        memory_tokens=mem_tokens,
-        counters=counters,
-        split=split,
-    )
-    for name, report in (("mem0", mem0), ("official", official)):
-        (workdir / f"report_{name}.md").write_text(report.to_markdown())
-        (workdir / f"report_{name}.json").write_text(report.to_json_str())
-    with open(workdir / "predictions.jsonl", "w") as f:
-        for p in predictions:
-            f.write(json.dumps(p, ensure_ascii=False) + "\n")
-    return {"mem0": mem0, "official": official, "predictions": predictions}
+
+
+def _reports(config, results, **report_fields) -> dict:
+    """Mem0's protocol (F1 / BLEU-1 / J and EM, category 5 left out) and the official one
+    (stemmed F1, category 5 included when the data includes it)."""
+    official = TABLE1_ORDER + ((ADVERSARIAL,) if config.data.include_adversarial else ())
+    protocols = {
+        "mem0": (("f1", "bleu1", "j", "em"), TABLE1_ORDER),
+        "official": (("official_f1",), official),
+    }
+    return {
+        name: build_report(results, metrics=metrics, categories=categories, **report_fields)
+        for name, (metrics, categories) in protocols.items()
+    }
 
 
 def method_name(config) -> str:
