@@ -166,7 +166,44 @@ def build_manager_examples(
     by_id = {c.sample_id: c for c in conversations}
     root = cache_root(cache_dir, teacher, window, settings.fact_context_turns)
     stats: Counter = Counter()
-    wanted: dict[tuple[str, str], tuple[list[StreamTurn], int]] = {}
+    wanted, pairs = _evidence_turns(by_id, items, stats)
+    fingerprints = {
+        key: snapshot_fingerprint(
+            stream[max(0, i - window) : i], stream[i], teacher, window, settings, inputs
+        )
+        for key, (stream, i) in wanted.items()
+    }
+    todo = _missing(root, fingerprints)
+    stats["snapshots_cached"] = len(wanted) - len(todo)
+    stats["snapshots_built"] = len(todo)
+    stats["snapshots_rebuilt"] = sum(1 for diffs in todo.values() if diffs)
+    if todo:
+        build = {key: wanted[key] for key in todo}
+        _build(
+            root,
+            build,
+            fingerprints,
+            teacher_facts,
+            teacher_manager,
+            embedder,
+            settings,
+            teacher=teacher,
+            window=window,
+            progress=progress,
+        )
+    examples = _examples(root, by_id, pairs, stats)
+    stats["examples"] = len(examples)
+    return examples, stats
+
+
+# (conversation id, dia_id) -> (the conversation's turn stream, the evidence turn's index)
+Wanted = dict[tuple[str, str], tuple[list[StreamTurn], int]]
+
+
+def _evidence_turns(by_id, items, stats: Counter) -> tuple[Wanted, list[tuple[str, object, str]]]:
+    """The evidence turns the questions name (each once), and every (conversation, question,
+    dia_id) pair; an evidence id the conversation lacks is counted, not raised."""
+    wanted: Wanted = {}
     pairs: list[tuple[str, object, str]] = []
     for conv_id, qa in items:
         if conv_id not in by_id:
@@ -179,56 +216,70 @@ def build_manager_examples(
                 continue
             pairs.append((conv_id, qa, dia_id))
             wanted.setdefault((conv_id, dia_id), (stream, position[dia_id]))
+    return wanted, pairs
 
-    def fingerprint(key):
-        stream, i = wanted[key]
-        return snapshot_fingerprint(
-            stream[max(0, i - window) : i], stream[i], teacher, window, settings, inputs
-        )
 
-    fingerprints = {key: fingerprint(key) for key in wanted}
-    todo, stale = {}, {}
-    for key, value in wanted.items():
-        diffs = stale_snapshot(snapshot_root(root, *key), fingerprints[key])
+def _missing(root: Path, fingerprints: dict) -> dict[tuple[str, str], list[str]]:
+    """The snapshots to build: absent ones (no differences) and those built from other
+    inputs (what differed, printed once with their count)."""
+    todo = {}
+    for key, fingerprint in fingerprints.items():
+        diffs = stale_snapshot(snapshot_root(root, *key), fingerprint)
         if diffs is not None:
-            todo[key] = value
-            if diffs:
-                stale[key] = diffs
+            todo[key] = diffs
+    stale = [diffs for diffs in todo.values() if diffs]
     if stale:
-        first = describe(next(iter(stale.values())))
-        print(f"snapshots: {len(stale)} in {root} built from other inputs ({first}); rebuilding")
-    stats["snapshots_cached"] = len(wanted) - len(todo)
-    stats["snapshots_built"] = len(todo)
-    stats["snapshots_rebuilt"] = len(stale)
-    if todo:
-        keys = list(todo)
-        windows = [todo[k][0][max(0, todo[k][1] - window) : todo[k][1]] for k in keys]
-        built = build_banks(
-            windows, teacher_facts, teacher_manager, embedder, settings, progress=progress
+        print(
+            f"snapshots: {len(stale)} in {root} built from other inputs ({describe(stale[0])}); rebuilding"
         )
-        # The evidence turn's own facts, with the same preceding context the extractor uses.
-        prompts = [
-            fact_messages(todo[k][0], todo[k][1], settings.fact_context_turns, settings.templates)
-            for k in keys
-        ]
-        outputs = teacher_facts(prompts)
-        for key, turns, bank, trace, output in zip(
-            keys, windows, built.banks, built.traces, outputs
-        ):
-            stream, i = todo[key]
-            meta = {
-                "conversation_id": key[0],
-                "turn": dataclasses.asdict(stream[i]),
-                "facts": list(parse_facts(output).facts),
-                "fact_output": output,
-                "teacher": teacher,
-                "window": window,
-                "window_turns": [t.dia_id for t in turns],
-                "trace": [dataclasses.asdict(t) for t in trace],
-                "fingerprint": fingerprints[key],
-            }
-            _write(bank, meta, snapshot_root(root, *key))
+    return todo
 
+
+def _build(
+    root,
+    todo: Wanted,
+    fingerprints,
+    teacher_facts,
+    teacher_manager,
+    embedder,
+    settings,
+    *,
+    teacher: str,
+    window: int,
+    progress: bool,
+) -> None:
+    """Builds every snapshot in `todo` in one batched construction, with the evidence turn's own
+    facts, and writes each atomically."""
+    keys = list(todo)
+    windows = [todo[k][0][max(0, todo[k][1] - window) : todo[k][1]] for k in keys]
+    built = build_banks(
+        windows, teacher_facts, teacher_manager, embedder, settings, progress=progress
+    )
+    # The evidence turn's own facts, with the same preceding context the extractor uses.
+    prompts = [
+        fact_messages(todo[k][0], todo[k][1], settings.fact_context_turns, settings.templates)
+        for k in keys
+    ]
+    outputs = teacher_facts(prompts)
+    for key, turns, bank, trace, output in zip(keys, windows, built.banks, built.traces, outputs):
+        stream, i = todo[key]
+        meta = {
+            "conversation_id": key[0],
+            "turn": dataclasses.asdict(stream[i]),
+            "facts": list(parse_facts(output).facts),
+            "fact_output": output,
+            "teacher": teacher,
+            "window": window,
+            "window_turns": [t.dia_id for t in turns],
+            "trace": [dataclasses.asdict(t) for t in trace],
+            "fingerprint": fingerprints[key],
+        }
+        _write(bank, meta, snapshot_root(root, *key))
+
+
+def _examples(root: Path, by_id, pairs, stats: Counter) -> list[ManagerExample]:
+    """One example per (question, evidence turn) whose snapshot holds facts; a turn without
+    facts gives the manager nothing to do and is counted."""
     examples = []
     for conv_id, qa, dia_id in pairs:
         conv = by_id[conv_id]
@@ -250,5 +301,4 @@ def build_manager_examples(
                 snapshot=str(path),
             )
         )
-    stats["examples"] = len(examples)
-    return examples, stats
+    return examples
