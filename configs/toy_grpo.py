@@ -58,6 +58,7 @@ def get_config() -> ConfigDict:
         dict(learning_rate=3e-3, warmup_steps=2, schedule="constant", weight_decay=0.0)
     )
     c.eval_every = 10
+    c.eval_before = False  # True: also the starting weights, as step 0
     c.checkpoint_every = 10
     c.keep_last = 2
     c.keep_best = 1

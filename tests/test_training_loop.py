@@ -2,6 +2,7 @@
 what the loop evaluates, saves and resumes can be checked exactly."""
 
 import dataclasses
+import json
 
 import jax.numpy as jnp
 import optax
@@ -10,6 +11,7 @@ import pytest
 from memjax.errors import ConfigError
 from memjax.rl import train_step
 from memjax.training.loop import run_loop
+from memjax.training.reporting import CURVES_FILE
 from memjax.training.schedule import LoopConfig
 
 
@@ -71,6 +73,26 @@ def test_a_finished_run_resumed_again_is_not_evaluated_twice(tmp_path):
     _run(tmp_path, num_steps=2, eval_every=1)
     task, result = _run(tmp_path, num_steps=2, eval_every=1)
     assert task.evaluated_at == [] and [e["step"] for e in result["evals"]] == [1, 2]
+
+
+def test_eval_before_evaluates_the_starting_weights_once_and_never_exports_them(tmp_path):
+    # The counting task's eval is the steps trained, so the step-0 point is 0.0 (the starting
+    # weights) and is the best nll; it is still never a checkpoint to export.
+    loop = dict(num_steps=2, eval_every=2, eval_before=True, keep_best=1, export_from="best")
+    task, result = _run(tmp_path, **loop)
+    assert task.evaluated_at == [0, 2]
+    assert result["evals"] == [{"step": 0, "nll": 0.0}, {"step": 2, "nll": 2.0}]
+    assert result["exported_step"] == 2
+    curves = json.loads((tmp_path / CURVES_FILE).read_text())  # the plot's numbers, for reports
+    assert curves["evals"] == result["evals"] and [h["step"] for h in curves["history"]] == [1, 2]
+    # Resumed longer, past step 0: the starting point is already recorded and not taken again.
+    task, result = _run(tmp_path, **(loop | {"num_steps": 4}))
+    assert task.evaluated_at == [4] and [e["step"] for e in result["evals"]] == [0, 2, 4]
+
+
+def test_eval_before_without_an_eval_schedule_evaluates_nothing(tmp_path):
+    task, result = _run(tmp_path, num_steps=2, eval_every=0, eval_before=True)
+    assert task.evaluated_at == [] and result["evals"] == []
 
 
 def test_without_an_eval_schedule_nothing_is_evaluated(tmp_path):

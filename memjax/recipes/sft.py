@@ -15,6 +15,7 @@ def sft_section(learning_rate: float, batch_rows: int, max_seq_len: int) -> Conf
             "num_steps": 100,
             "seed": 0,
             "eval_every": 25,
+            "eval_before": False,  # True: also the starting weights, as step 0
             "checkpoint_every": 25,
             "plot_every": 5,
             "keep_last": 2,

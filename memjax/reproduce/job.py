@@ -20,6 +20,7 @@ from memjax.memory.atomic import atomic_write_text
 from memjax.reproduce import tables
 from memjax.reproduce.pipelines import memory_r1_stages, memsearcher_stages
 from memjax.reproduce.stages import Stage, StageRunner
+from memjax.training.reporting import CURVES_FILE
 
 PAPERS = ("memsearcher", "memory_r1")
 CURVES = {"sft": "loss_curve.png", "rl_curve": "reward_curve.png"}
@@ -101,6 +102,7 @@ def build_report(stages: list[Stage], runner: StageRunner, judge: str) -> dict:
         for row in tables.memsearcher_rows(_label(s), runner.workdir(s.name))
     ]
     plots = _copy_curves(done, runner)
+    curves = _curves(done, runner)
     walls = {s.name: (finished[s.name] or {}).get("wall_s") for s in stages}
     paired = _against_sft(done, runner)
     parts = ["# Reproduction", ""]
@@ -110,6 +112,8 @@ def build_report(stages: list[Stage], runner: StageRunner, judge: str) -> dict:
     if ms:
         parts += ["## MemSearcher", "", tables.memsearcher_markdown(ms)]
         parts += [tables.paired_markdown(paired["memsearcher"])]
+    if curves:
+        parts += ["## Training curves", "", tables.curves_markdown(curves)]
     parts += ["## Stages", "", "| stage | wall time |", "|---|---:|"]
     parts += [f"| {n} | {_wall(w)} |" for n, w in walls.items()]
     # The sum of the stages' own times: a stopped-and-resumed reproduction is not one wall.
@@ -117,7 +121,7 @@ def build_report(stages: list[Stage], runner: StageRunner, judge: str) -> dict:
     parts += [f"| all finished stages | {_wall(total)} |"]
     if plots:
         parts += ["", "Curves: " + ", ".join(f"plots/{p}" for p in plots)]
-    body = {"memory_r1": mr1, "memsearcher": ms, "against_sft": paired}
+    body = {"memory_r1": mr1, "memsearcher": ms, "against_sft": paired, "curves": curves}
     body |= {"wall_s": walls, "total_wall_s": total, "plots": plots}
     return {"markdown": "\n".join(parts) + "\n", "json": body}
 
@@ -148,6 +152,13 @@ def _against_sft(done: list[Stage], runner: StageRunner) -> dict[str, list[dict]
 
 def _is_rl(stage_name: str) -> bool:
     return any(f"_{algo}_" in f"{stage_name}_" for algo in ("grpo", "ppo"))
+
+
+def _curves(done: list[Stage], runner: StageRunner) -> list[dict]:
+    """Each finished training stage's curve and evaluations, from the numbers beside its plot."""
+    training = [s for s in done if s.report in CURVES]
+    rows = [tables.curve_row(s.name, runner.workdir(s.name), CURVES_FILE) for s in training]
+    return [row for row in rows if row is not None]
 
 
 def _copy_curves(done: list[Stage], runner: StageRunner) -> list[str]:

@@ -176,6 +176,7 @@ def _mr1_rl(section, algo: str, seed: int) -> tuple[str, ...]:
         f"rl.sampling.temperature={float(section.rl_temperature)}",
         f"rl.optimizer.learning_rate={float(section.rl_learning_rate)}",
         f"rl.eval_every={steps}",
+        "rl.eval_before=True",  # the validation point before RL, beside the one after
         f"rl.checkpoint_every={max(1, steps // 2)}",
         f"data.synthetic.num_train={int(section.rl_train_conversations)}",
         f"data.max_questions={int(section.max_questions)}",

@@ -212,6 +212,44 @@ def _diff(d: dict) -> str:
     return f"{100 * d['mean']:+.1f} ± {100 * d['se']:.1f} ({d['z']:+.1f})"
 
 
+# --- training curves ---------------------------------------------------------------------
+
+
+def curve_row(name: str, stage_dir: Path, curves_file: str) -> dict | None:
+    """A training stage's curve (the train value per step) and its evaluations (step 0: the
+    starting weights, when the stage took that point); None when the stage wrote none."""
+    path = stage_dir / curves_file
+    if not path.is_file():
+        return None
+    numbers = json.loads(path.read_text())
+    key, eval_key = numbers["curve"], numbers["eval_key"]
+    train = [h[key] for h in numbers["history"] if key in h]
+    evals = [(e["step"], e[eval_key]) for e in numbers["evals"] if eval_key in e]
+    return {"stage": name, "curve": key, "train": train, "eval_key": eval_key, "evals": evals}
+
+
+def curves_markdown(rows: list[dict]) -> str:
+    if not rows:
+        return ""
+    lines = [
+        "| stage | steps | mean train value by step | evaluations (step: value) |",
+        "|---|---:|---|---|",
+    ]
+    for r in rows:
+        evals = ", ".join(f"{step}: {value:.3f}" for step, value in r["evals"]) or "none"
+        cells = [r["stage"], str(len(r["train"])), f"{r['curve']}: {_series(r['train'])}"]
+        lines.append("| " + " | ".join(cells + [f"{r['eval_key']}: {evals}"]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _series(values: list[float], shown: int = 12) -> str:
+    """Every value of a short curve; a long one's first and last few."""
+    text = [f"{v:.3f}" for v in values]
+    if len(text) > shown:
+        text = text[: shown // 2] + ["..."] + text[-shown // 2 :]
+    return ", ".join(text)
+
+
 # --- formatting --------------------------------------------------------------------------
 
 
@@ -233,6 +271,8 @@ def _split(split: dict) -> str:
 
 
 __all__ = [
+    "curve_row",
+    "curves_markdown",
     "mean_se",
     "memory_r1_row",
     "memory_r1_markdown",

@@ -71,6 +71,8 @@ def run_loop(task, loop: LoopConfig, workdir: str | Path, *, progress: bool = Tr
     )
     t_start = time.perf_counter()
     try:
+        if policy.evaluates_before(run.step, run.evals):
+            _evaluate(task, run, report)  # step 0: the starting weights
         for step in range(run.step, loop.num_steps):
             if loop.stop_after is not None and step >= loop.stop_after:
                 return {"interrupted_at": step, "history": run.history}

@@ -1,4 +1,5 @@
-"""What a run shows while it trains: TensorBoard scalars, the curve PNG and the progress bar.
+"""What a run shows while it trains: TensorBoard scalars, the curve PNG (and its numbers in
+curves.json, for reports that tabulate them) and the progress bar.
 
 Only process 0 reports (`RunReport(..., primary=False)` does nothing), so a multi-host run writes
 one set of event files and one plot.
@@ -6,7 +7,12 @@ one set of event files and one plot.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+from memjax.memory.atomic import atomic_write_text
+
+CURVES_FILE = "curves.json"  # {"curve", "eval_key", "history": [...], "evals": [...]}
 
 
 class RunReport:
@@ -83,6 +89,12 @@ class RunReport:
         fig.savefig(tmp, dpi=80)
         plt.close(fig)
         tmp.replace(final)
+        self._save_numbers(history, evals)
+
+    def _save_numbers(self, history: list[dict], evals: list[dict]) -> None:
+        numbers = {"curve": self.curve, "eval_key": self.eval_key}
+        numbers |= {"history": history, "evals": evals}
+        atomic_write_text(self.workdir / CURVES_FILE, json.dumps(numbers, default=float))
 
     def close(self) -> None:
         if self.bar is not None:
@@ -91,4 +103,4 @@ class RunReport:
             self.writer.close()
 
 
-__all__ = ["RunReport"]
+__all__ = ["RunReport", "CURVES_FILE"]

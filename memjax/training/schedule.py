@@ -9,7 +9,7 @@ schedule cannot disagree.
 Rules (all derived here, nowhere else):
   - the last step is always saved; so is every `checkpoint_every`-th step;
   - with eval data and `eval_every > 0`, every `eval_every`-th step and the last step are
-    evaluated, and when `keep_best > 0` every evaluated step is also saved, with its eval
+    evaluated (and with `eval_before` the starting weights, as step 0, before the first step), and when `keep_best > 0` every evaluated step is also saved, with its eval
     result as the checkpoint's metric;
   - a save without an eval result carries no metric: the last-N policy keeps or drops it, the
     best-K policy never ranks it (so a step without an eval cannot crash the ranking);
@@ -35,6 +35,9 @@ class LoopConfig:
     num_steps: int = 1
     seed: int = 0
     eval_every: int = 0  # 0: no periodic evaluation
+    # Also evaluate the starting weights (recorded as step 0) before the first step: the
+    # point a run's later evaluations are read against. Never a checkpoint, never exported.
+    eval_before: bool = False
     checkpoint_every: int = 0  # 0: only the last step (and evaluated steps under keep_best)
     plot_every: int = 5  # 0: only at the end
     keep_last: int = 2
@@ -46,6 +49,7 @@ class LoopConfig:
         "num_steps",
         "seed",
         "eval_every",
+        "eval_before",
         "checkpoint_every",
         "plot_every",
         "keep_last",
@@ -94,6 +98,12 @@ class CheckpointPolicy:
     def evaluates(self, step: int) -> bool:
         """Step counts from 1 (the step just completed)."""
         return self.eval_on and (step % self.loop.eval_every == 0 or self._last(step))
+
+    def evaluates_before(self, start_step: int, evaluated: list[dict]) -> bool:
+        """Whether to evaluate the starting weights now: asked for, at step 0 (a run resumed
+        from a checkpoint has passed it), and not already recorded."""
+        wanted = self.eval_on and self.loop.eval_before and start_step == 0
+        return wanted and not any(e["step"] == 0 for e in evaluated)
 
     def saves(self, step: int) -> bool:
         every = self.loop.checkpoint_every

@@ -144,13 +144,18 @@ def test_every_stage_of_both_papers_runs_chains_and_reports(tiny_model, tmp_path
     assert all(v is not None for v in report["wall_s"].values())
     assert report["total_wall_s"] == pytest.approx(sum(report["wall_s"].values()))
     assert {"ms_sft.png", "ms_grpo_s0.png", "mr1_grpo_s0_manager.png"} <= set(report["plots"])
+    curves = {r["stage"]: r for r in report["curves"]}
+    assert {"ms_sft", "mr1_sft", "ms_grpo_s0", "mr1_grpo_s0_manager"} <= set(curves)
+    # The Memory-R1 RL stages validate the SFT weights before their first step and after.
+    assert [step for step, _ in curves["mr1_grpo_s0_manager"]["evals"]] == [0, 1]
+    assert len(curves["mr1_grpo_s0_answer"]["train"]) == 1
     paired = report["against_sft"]
     assert [r["label"] for r in paired["memory_r1"]] == labels[3:]
     assert [r["label"] for r in paired["memsearcher"]] == ["GRPO (seed 0)"]
     assert all(r["em"]["n"] == 2 for r in paired["memsearcher"])
     markdown = (root / "reproduction.md").read_text()
     assert "## Memory-R1 (Table 1 shape)" in markdown and "## MemSearcher" in markdown
-    assert markdown.count("Against ") == 2
+    assert markdown.count("Against ") == 2 and "## Training curves" in markdown
 
     capsys.readouterr()
     job.reproduce_job(config, str(root))  # everything finished: all skipped, tables again

@@ -99,3 +99,31 @@ def test_trained_rows_are_held_against_sft_question_by_question(tmp_path):
     assert "Against Memory-SFT" in md
     assert "| GRPO | +40.0 ± 24.5 (+1.6) | +40.0 ± 24.5 (+1.6) | 2 / 0 | 5 |" in md
     assert T.paired_markdown([]) == ""
+
+
+def test_a_training_stages_curve_and_its_before_and_after_evaluations(tmp_path):
+    numbers = {
+        "curve": "reward",
+        "eval_key": "reward",
+        "history": [{"step": s, "reward": r, "kl": 0.0} for s, r in enumerate((0.0, 0.25, 0.5), 1)],
+        "evals": [{"step": 0, "reward": 0.25}, {"step": 3, "reward": 0.375}],
+    }
+    (tmp_path / "curves.json").write_text(json.dumps(numbers))
+    row = T.curve_row("mr1_grpo_s0_manager", tmp_path, "curves.json")
+    assert row["train"] == [0.0, 0.25, 0.5] and row["evals"] == [(0, 0.25), (3, 0.375)]
+    line = T.curves_markdown([row]).splitlines()[-1]
+    assert line == (
+        "| mr1_grpo_s0_manager | 3 | reward: 0.000, 0.250, 0.500 | reward: 0: 0.250, 3: 0.375 |"
+    )
+    assert T.curve_row("no curve yet", tmp_path / "missing", "curves.json") is None
+
+
+def test_a_long_curve_shows_its_first_and_last_steps():
+    row = {"stage": "sft", "curve": "loss", "train": [float(i) for i in range(80)]}
+    row |= {"eval_key": "nll", "evals": []}
+    cells = T.curves_markdown([row]).splitlines()[-1].split(" | ")
+    assert (
+        cells[2]
+        == "loss: 0.000, 1.000, 2.000, 3.000, 4.000, 5.000, ..., 74.000, 75.000, 76.000, 77.000, 78.000, 79.000"
+    )
+    assert cells[3] == "nll: none |"

@@ -80,6 +80,7 @@ def rl_config(algo: str, group_size: int, prompts_per_step: int, seq_len: int) -
     )
     rl.value_clip = 0.2
     rl.eval_every = 10
+    rl.eval_before = False  # True: also the starting weights, as step 0
     rl.checkpoint_every = 10
     rl.keep_last = 2
     rl.keep_best = 1

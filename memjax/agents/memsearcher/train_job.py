@@ -75,6 +75,7 @@ def trainer_config(config: ConfigDict, num_train_examples: int) -> ConfigDict:
     if "lora" in config:  # rank 0: full fine-tuning
         c.lora = ConfigDict(config.lora.to_dict())
     c.eval_every = 0
+    c.eval_before = False
     c.checkpoint_every = int(train.save_every_steps)
     c.keep_last = 2
     c.keep_best = 0
