@@ -30,6 +30,7 @@ from memjax.agents.memory_r1.construction import (
 from memjax.agents.memory_r1.policy import TimedPolicy
 from memjax.data.locomo_types import Conversation
 from memjax.fingerprint import describe, differences, text_sha256
+from memjax.memory.atomic import atomic_write_text
 from memjax.memory.bank import MemoryBank
 from memjax.memory.bank_io import load_bank, save_bank
 
@@ -89,6 +90,18 @@ def ensure_banks(
     root = Path(root)
     out = StoredBanks({}, Counter(), {"fact_extraction": [], "manager": []}, [])
     fingerprints = {c.sample_id: bank_fingerprint(c, settings, inputs) for c in conversations}
+    todo = _to_build(conversations, root, fingerprints, out.rebuilt)
+    if todo:
+        policies = (fact_policy, manager_policy)
+        _build_and_save(todo, policies, embedder, settings, root, fingerprints, progress)
+        out.built = [c.sample_id for c in todo]
+    _load(conversations, root, embedder, out)
+    return out
+
+
+def _to_build(conversations, root: Path, fingerprints, rebuilt: dict) -> list[Conversation]:
+    """The conversations without a bank, or whose bank was built from other inputs (recorded
+    in `rebuilt` with what differed, and printed)."""
     todo = []
     for conv in conversations:
         stale = _stale(root / conv.sample_id, fingerprints[conv.sample_id])
@@ -96,54 +109,56 @@ def ensure_banks(
             continue
         todo.append(conv)
         if stale:
-            out.rebuilt[conv.sample_id] = stale
+            rebuilt[conv.sample_id] = stale
             print(
                 f"banks: {root / conv.sample_id} was built from other inputs "
                 f"({describe(stale)}); rebuilding",
                 flush=True,
             )
-    if todo:
-        n_facts, n_manager = len(fact_policy.seconds), len(manager_policy.seconds)
-        result = build_banks(
-            [conversation_stream(c) for c in todo],
-            fact_policy,
-            manager_policy,
-            embedder,
-            settings,
-            progress=progress,
-        )
-        # A batched call served every conversation in it; each gets the same latencies.
-        latency = {
-            "fact_extraction": fact_policy.seconds[n_facts:],
-            "manager": manager_policy.seconds[n_manager:],
+    return todo
+
+
+def _build_and_save(todo, policies, embedder, settings, root: Path, fingerprints, progress):
+    """Builds `todo`'s banks in one batched construction and saves each; its build.json,
+    written last and atomically, is what marks a bank as built."""
+    fact_policy, manager_policy = policies
+    n_facts, n_manager = len(fact_policy.seconds), len(manager_policy.seconds)
+    streams = [conversation_stream(c) for c in todo]
+    result = build_banks(
+        streams, fact_policy, manager_policy, embedder, settings, progress=progress
+    )
+    # A batched call served every conversation in it; each gets the same latencies.
+    latency = {
+        "fact_extraction": fact_policy.seconds[n_facts:],
+        "manager": manager_policy.seconds[n_manager:],
+    }
+    for conv, bank, trace in zip(todo, result.banks, result.traces):
+        directory = root / conv.sample_id
+        directory.mkdir(parents=True, exist_ok=True)
+        save_bank(bank, directory / "bank")
+        lines = (json.dumps(dataclasses.asdict(t), ensure_ascii=False) + "\n" for t in trace)
+        atomic_write_text(directory / "trace.jsonl", "".join(lines))
+        build = {
+            "counters": dict(result.counters),
+            "latency": latency,
+            "memories": len(bank),
+            "batch": [c.sample_id for c in todo],
+            "fingerprint": fingerprints[conv.sample_id],
         }
-        for conv, bank, trace in zip(todo, result.banks, result.traces):
-            directory = root / conv.sample_id
-            directory.mkdir(parents=True, exist_ok=True)
-            save_bank(bank, directory / "bank")
-            with open(directory / "trace.jsonl", "w") as f:
-                for t in trace:
-                    f.write(json.dumps(dataclasses.asdict(t), ensure_ascii=False) + "\n")
-            build = {
-                "counters": dict(result.counters),
-                "latency": latency,
-                "memories": len(bank),
-                "batch": [c.sample_id for c in todo],
-                "fingerprint": fingerprints[conv.sample_id],
-            }
-            tmp = directory / "build.json.tmp"
-            tmp.write_text(json.dumps(build, ensure_ascii=False), encoding="utf-8")
-            tmp.replace(directory / "build.json")
-        out.built = [c.sample_id for c in todo]
+        atomic_write_text(directory / "build.json", json.dumps(build, ensure_ascii=False))
+
+
+def _load(conversations, root: Path, embedder, out: StoredBanks) -> None:
+    """Every conversation's bank, and the counters and latencies of the builds they came from
+    (a batch built together shares its numbers: counted once)."""
     seen_batches: set[tuple[str, ...]] = set()
     for conv in conversations:
         directory = root / conv.sample_id
         out.banks[conv.sample_id] = load_bank(directory / "bank", embedder)
         build = json.loads((directory / "build.json").read_text())
         batch = tuple(build.get("batch", [conv.sample_id]))
-        if batch not in seen_batches:  # a batch built together shares its numbers: count once
+        if batch not in seen_batches:
             seen_batches.add(batch)
             out.counters.update(build["counters"])
             for role, seconds in build["latency"].items():
                 out.latency.setdefault(role, []).extend(seconds)
-    return out
