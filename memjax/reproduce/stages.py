@@ -8,7 +8,8 @@ A stage runs as its own process (`python -m memjax.launch`), so each job starts 
 JAX runtime and frees its memory when it ends, and a stage that dies takes nothing else with
 it. `{name}` in an override is that stage's workdir. A stage that finished leaves
 `stage.json` (its command and wall time, written atomically, and the fingerprints of the
-finished stages it read); a rerun skips it when the command is the same and refuses, in one
+finished stages it read; the wall time sums every attempt in `attempts.json`, a stopped one's
+up to its log's last write); a rerun skips it when the command is the same and refuses, in one
 line, when the workdir holds a run of another command or one that read an earlier stage's
 outputs since rerun with other settings (a stale evaluation is never reported as new).
 A stage that was stopped resumes: the jobs themselves continue from their checkpoints and
@@ -36,6 +37,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DONE_FILE = "stage.json"
 STAGE_REF = re.compile(r"\{(\w+)\}")  # "{ms_sft}" in an override: that stage's workdir
 LOG_FILE = "stage.log"
+ATTEMPTS_FILE = "attempts.json"  # each run of the stage: started, ended, exit status
 
 
 class StageError(UserError):
@@ -127,7 +129,7 @@ class StageRunner:
         workdir.mkdir(parents=True, exist_ok=True)
         command = self.command(stage)
         self.echo(f"{stage.name}: running, log in {workdir / LOG_FILE}")
-        start = time.perf_counter()
+        attempts = _begin_attempt(workdir)
         with open(workdir / LOG_FILE, "a") as log:
             log.write(f"\n$ python {' '.join(command)}\n")
             log.flush()
@@ -138,27 +140,49 @@ class StageRunner:
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
-        wall_s = time.perf_counter() - start
+        attempts[-1] |= {"ended": time.time(), "exit": code}
+        atomic_write_text(workdir / ATTEMPTS_FILE, json.dumps(attempts, indent=1))
+        last_s = attempts[-1]["ended"] - attempts[-1]["started"]
         if code != 0:
             raise StageError(
-                f"stage {stage.name} exited with status {code} after {wall_s:.0f} s: "
+                f"stage {stage.name} exited with status {code} after {last_s:.0f} s: "
                 f"{_last_line(workdir / LOG_FILE)} (log: {workdir / LOG_FILE})"
             )
+        wall_s = sum(a["ended"] - a["started"] for a in attempts)
         record = {
             "stage": stage.name,
             "command": command,
             "stage_sha256": _stage_sha256(stage),
             "upstream": self.upstream(stage),
-            "wall_s": wall_s,
+            "wall_s": wall_s,  # every attempt's, a stopped one's to its log's last write
+            "attempts": len(attempts),
+            "last_attempt_wall_s": last_s,
         }
         atomic_write_text(workdir / DONE_FILE, json.dumps(record, indent=1))
-        self.echo(f"{stage.name}: done in {wall_s:.0f} s")
+        over = f" over {len(attempts)} attempts" if len(attempts) > 1 else ""
+        self.echo(f"{stage.name}: done in {wall_s:.0f} s{over}")
         return record
 
 
 @functools.cache
 def _load_config(path: Path):
     return runpy.run_path(str(path))["get_config"]()
+
+
+def _begin_attempt(workdir: Path) -> list[dict]:
+    """The stage's attempts so far with a new one begun (saved). An attempt that was stopped
+    (killed, machine gone) never wrote its end: it ended when its job last wrote to the log,
+    which the job does every step, so a stopped stage's time is counted, not lost."""
+    path = workdir / ATTEMPTS_FILE
+    attempts = json.loads(path.read_text()) if path.is_file() else []
+    log = workdir / LOG_FILE
+    for attempt in attempts:
+        if attempt.get("ended") is None:
+            stopped = log.stat().st_mtime if log.is_file() else attempt["started"]
+            attempt |= {"ended": max(stopped, attempt["started"]), "exit": "stopped"}
+    attempts.append({"started": time.time(), "ended": None, "exit": None})
+    atomic_write_text(path, json.dumps(attempts, indent=1))
+    return attempts
 
 
 def _stage_sha256(stage: Stage) -> str:
@@ -171,4 +195,12 @@ def _last_line(log: Path) -> str:
     return next((line for line in reversed(lines) if line), "(empty log)")[-300:]
 
 
-__all__ = ["Stage", "StageRunner", "StageError", "REPO_ROOT", "DONE_FILE", "LOG_FILE"]
+__all__ = [
+    "Stage",
+    "StageRunner",
+    "StageError",
+    "REPO_ROOT",
+    "DONE_FILE",
+    "LOG_FILE",
+    "ATTEMPTS_FILE",
+]

@@ -3,14 +3,24 @@ fails on demand): what runs, what is skipped, what is refused, what a failure sa
 reproduction's plan against the real config files (every override names a real field)."""
 
 import json
+import os
 import runpy
 import stat
+import time
 
 import pytest
 
 from memjax.errors import ConfigError
 from memjax.reproduce import job
-from memjax.reproduce.stages import DONE_FILE, LOG_FILE, REPO_ROOT, Stage, StageError, StageRunner
+from memjax.reproduce.stages import (
+    ATTEMPTS_FILE,
+    DONE_FILE,
+    LOG_FILE,
+    REPO_ROOT,
+    Stage,
+    StageError,
+    StageRunner,
+)
 
 CONFIG = REPO_ROOT / "configs" / "reproduce_cpu.py"
 
@@ -84,6 +94,24 @@ def test_a_failed_stage_names_itself_its_status_last_line_and_log_and_reruns(tmp
     (tmp_path / "FAIL").unlink()
     runner.run(stage)  # not marked finished: runs again (the job resumes from its workdir)
     assert len(_calls(tmp_path)) == 2 and runner.finished(stage) is not None
+
+
+def test_a_stopped_attempts_time_counts_to_its_logs_last_write(tmp_path):
+    # An attempt killed with the machine wrote no end: it began 1,000 s ago and its job last
+    # wrote to the log 400 s later; the attempt that finishes adds its own time to those 400 s.
+    runner = StageRunner(tmp_path / "root", python=_fake_python(tmp_path), echo=lambda _: None)
+    workdir = tmp_path / "root" / "b"
+    workdir.mkdir(parents=True)
+    began = time.time() - 1000
+    stopped = [{"started": began, "ended": None, "exit": None}]
+    (workdir / ATTEMPTS_FILE).write_text(json.dumps(stopped))
+    (workdir / LOG_FILE).write_text("step 20 of 80\n")
+    os.utime(workdir / LOG_FILE, (began + 400, began + 400))
+    record = runner.run(Stage("b", "configs/sft_cpu.py"))
+    assert record["attempts"] == 2
+    assert record["wall_s"] == pytest.approx(400 + record["last_attempt_wall_s"])
+    attempts = json.loads((workdir / ATTEMPTS_FILE).read_text())
+    assert [a["exit"] for a in attempts] == ["stopped", 0]
 
 
 def test_the_cpu_plan_names_only_real_fields_and_chains_sft_into_rl_and_eval():
