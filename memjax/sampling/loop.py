@@ -81,11 +81,21 @@ def _prefill(params, tokens, mask, positions, cache, *, cfg, group_size, mesh, r
     return logits, constrain_cache(cache, mesh, rules)
 
 
-@partial(
-    jax.jit, static_argnames=("cfg", "group_size", "mesh", "rules"), donate_argnames=("cache",)
-)
-def prefill(params, tokens, mask, positions, cache, *, cfg, group_size=1, mesh=None, rules=None):
+@partial(jax.jit, static_argnames=("cfg", "mesh", "rules"), donate_argnames=("cache",))
+def prefill(params, tokens, mask, positions, cache, *, cfg, mesh=None, rules=None):
     """Appends a left-padded chunk to a live cache (donated, updated in place)."""
+    return _prefill(
+        params, tokens, mask, positions, cache, cfg=cfg, group_size=1, mesh=mesh, rules=rules
+    )
+
+
+@partial(jax.jit, static_argnames=("cfg", "group_size", "mesh", "rules"))
+def prefill_into_groups(
+    params, tokens, mask, positions, cache, *, cfg, group_size, mesh=None, rules=None
+):
+    """`prefill`, then every row repeated `group_size` times (a shared opening's cache widened
+    into a group's rows). Not donated: the output has G times the input's rows, so XLA could
+    not reuse the input's buffer and would only warn that it did not."""
     return _prefill(
         params,
         tokens,

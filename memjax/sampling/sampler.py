@@ -170,7 +170,8 @@ def _run(state: SampleState, chunks, starts, sampling, rng, group_size, pad_to=b
     tokens, mask = left_pad(chunks, length, state.pad_id)
     positions = positions_after(mask, np.asarray(starts))
     rules = normalize_rules(state.rules) if state.rules is not None else None
-    common = dict(cfg=state.cfg, group_size=group_size, mesh=state.mesh, rules=rules)
+    without_group = dict(cfg=state.cfg, mesh=state.mesh, rules=rules)
+    common = dict(without_group, group_size=group_size)
     inputs = (jnp.asarray(tokens), jnp.asarray(mask), jnp.asarray(positions))
     if state.cache is None:
         size = cache_length(length + sampling.max_new_tokens)
@@ -183,7 +184,10 @@ def _run(state: SampleState, chunks, starts, sampling, rng, group_size, pad_to=b
         needed = int(cache.index) + length + sampling.max_new_tokens
         if needed > cache.size:
             cache = grow_cache(cache, cache_length(needed))
-        logits, cache = loop.prefill(state.params, *inputs, cache, **common)
+        if group_size == 1:
+            logits, cache = loop.prefill(state.params, *inputs, cache, **without_group)
+        else:
+            logits, cache = loop.prefill_into_groups(state.params, *inputs, cache, **common)
     eos, stops = _stop_arrays(state.eos_ids, state.stop_strings, state.tokenizer)
     first_positions = np.repeat(positions[:, -1] + 1, group_size)
     result = loop.decode(
