@@ -178,19 +178,10 @@ def build_manager_examples(
     stats["snapshots_built"] = len(todo)
     stats["snapshots_rebuilt"] = sum(1 for diffs in todo.values() if diffs)
     if todo:
-        build = {key: wanted[key] for key in todo}
-        _build(
-            root,
-            build,
-            fingerprints,
-            teacher_facts,
-            teacher_manager,
-            embedder,
-            settings,
-            teacher=teacher,
-            window=window,
-            progress=progress,
+        builder = _SnapshotBuilder(
+            teacher_facts, teacher_manager, embedder, settings, teacher, window, progress
         )
+        builder.build(root, {key: wanted[key] for key in todo}, fingerprints)
     examples = _examples(root, by_id, pairs, stats)
     stats["examples"] = len(examples)
     return examples, stats
@@ -235,46 +226,45 @@ def _missing(root: Path, fingerprints: dict) -> dict[tuple[str, str], list[str]]
     return todo
 
 
-def _build(
-    root,
-    todo: Wanted,
-    fingerprints,
-    teacher_facts,
-    teacher_manager,
-    embedder,
-    settings,
-    *,
-    teacher: str,
-    window: int,
-    progress: bool,
-) -> None:
-    """Builds every snapshot in `todo` in one batched construction, with the evidence turn's own
-    facts, and writes each atomically."""
-    keys = list(todo)
-    windows = [todo[k][0][max(0, todo[k][1] - window) : todo[k][1]] for k in keys]
-    built = build_banks(
-        windows, teacher_facts, teacher_manager, embedder, settings, progress=progress
-    )
-    # The evidence turn's own facts, with the same preceding context the extractor uses.
-    prompts = [
-        fact_messages(todo[k][0], todo[k][1], settings.fact_context_turns, settings.templates)
-        for k in keys
-    ]
-    outputs = teacher_facts(prompts)
-    for key, turns, bank, trace, output in zip(keys, windows, built.banks, built.traces, outputs):
-        stream, i = todo[key]
-        meta = {
-            "conversation_id": key[0],
-            "turn": dataclasses.asdict(stream[i]),
-            "facts": list(parse_facts(output).facts),
-            "fact_output": output,
-            "teacher": teacher,
-            "window": window,
-            "window_turns": [t.dia_id for t in turns],
-            "trace": [dataclasses.asdict(t) for t in trace],
-            "fingerprint": fingerprints[key],
-        }
-        _write(bank, meta, snapshot_root(root, *key))
+@dataclasses.dataclass(frozen=True)
+class _SnapshotBuilder:
+    """What builds a snapshot: the teacher's two policies over a window of preceding turns."""
+
+    facts: ChatPolicy
+    manager: ChatPolicy
+    embedder: object
+    settings: ConstructionSettings
+    teacher: str  # its name, kept in each snapshot's turn.json
+    window: int
+    progress: bool
+
+    def build(self, root: Path, todo: Wanted, fingerprints: dict) -> None:
+        """Builds every snapshot in `todo` in one batched construction, with the evidence
+        turn's own facts, and writes each atomically."""
+        keys = list(todo)
+        windows = [todo[k][0][max(0, todo[k][1] - self.window) : todo[k][1]] for k in keys]
+        built = build_banks(
+            windows, self.facts, self.manager, self.embedder, self.settings, progress=self.progress
+        )
+        # The evidence turn's own facts, with the same preceding context the extractor uses.
+        context, templates = self.settings.fact_context_turns, self.settings.templates
+        outputs = self.facts([fact_messages(*todo[k], context, templates) for k in keys])
+        for key, turns, bank, trace, output in zip(
+            keys, windows, built.banks, built.traces, outputs
+        ):
+            stream, i = todo[key]
+            meta = {
+                "conversation_id": key[0],
+                "turn": dataclasses.asdict(stream[i]),
+                "facts": list(parse_facts(output).facts),
+                "fact_output": output,
+                "teacher": self.teacher,
+                "window": self.window,
+                "window_turns": [t.dia_id for t in turns],
+                "trace": [dataclasses.asdict(t) for t in trace],
+                "fingerprint": fingerprints[key],
+            }
+            _write(bank, meta, snapshot_root(root, *key))
 
 
 def _examples(root: Path, by_id, pairs, stats: Counter) -> list[ManagerExample]:
