@@ -170,24 +170,9 @@ def _run(state: SampleState, chunks, starts, sampling, rng, group_size, pad_to=b
     tokens, mask = left_pad(chunks, length, state.pad_id)
     positions = positions_after(mask, np.asarray(starts))
     rules = normalize_rules(state.rules) if state.rules is not None else None
-    without_group = dict(cfg=state.cfg, mesh=state.mesh, rules=rules)
-    common = dict(without_group, group_size=group_size)
     inputs = (jnp.asarray(tokens), jnp.asarray(mask), jnp.asarray(positions))
-    if state.cache is None:
-        size = cache_length(length + sampling.max_new_tokens)
-        per_layer = isinstance(state.params["layers"], (list, tuple))
-        logits, cache = loop.prefill_new(
-            state.params, *inputs, cache_size=size, per_layer=per_layer, **common
-        )
-    else:
-        cache = state.cache
-        needed = int(cache.index) + length + sampling.max_new_tokens
-        if needed > cache.size:
-            cache = grow_cache(cache, cache_length(needed))
-        if group_size == 1:
-            logits, cache = loop.prefill(state.params, *inputs, cache, **without_group)
-        else:
-            logits, cache = loop.prefill_into_groups(state.params, *inputs, cache, **common)
+    room = length + sampling.max_new_tokens  # cache slots these rows need past the live ones
+    logits, cache = _prefill_rows(state, inputs, room, group_size, rules)
     eos, stops = _stop_arrays(state.eos_ids, state.stop_strings, state.tokenizer)
     first_positions = np.repeat(positions[:, -1] + 1, group_size)
     result = loop.decode(
@@ -207,6 +192,30 @@ def _run(state: SampleState, chunks, starts, sampling, rng, group_size, pad_to=b
         rules=rules,
     )
     return _finish(result, state, sampling)
+
+
+def _prefill_rows(state: SampleState, inputs, room: int, group_size: int, rules):
+    """The prefill of left-padded (tokens, mask, positions) [R, T] into a new cache, or after
+    the live cache's rows (grown to hold `room` more slots); each row then repeated
+    `group_size` times. Returns the last logits [R * G, V] and the cache."""
+    model = dict(cfg=state.cfg, mesh=state.mesh, rules=rules)
+    if state.cache is None:
+        per_layer = isinstance(state.params["layers"], (list, tuple))
+        return loop.prefill_new(
+            state.params,
+            *inputs,
+            cache_size=cache_length(room),
+            per_layer=per_layer,
+            group_size=group_size,
+            **model,
+        )
+    cache = state.cache
+    needed = int(cache.index) + room
+    if needed > cache.size:
+        cache = grow_cache(cache, cache_length(needed))
+    if group_size == 1:  # the live cache is donated and updated in place
+        return loop.prefill(state.params, *inputs, cache, **model)
+    return loop.prefill_into_groups(state.params, *inputs, cache, group_size=group_size, **model)
 
 
 def _prefill_shared(state: SampleState, prefix, rows: int, room: int) -> SampleState:
