@@ -36,3 +36,12 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data folder {SHARED_DATA} is absent")
     return SHARED_DATA
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files holding heavy tests run first, each file's tests still together and in order: the
+    two workers (`--dist loadfile`) then take the long files while both are free and end on
+    short ones, instead of one worker finishing a long file alone at the end."""
+    heavy_files = {item.path for item in items if item.get_closest_marker("heavy")}
+    order = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (item.path not in heavy_files, order[id(item)]))
