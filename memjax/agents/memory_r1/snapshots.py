@@ -179,7 +179,13 @@ def build_manager_examples(
     stats["snapshots_rebuilt"] = sum(1 for diffs in todo.values() if diffs)
     if todo:
         builder = _SnapshotBuilder(
-            teacher_facts, teacher_manager, embedder, settings, teacher, window, progress
+            facts=teacher_facts,
+            manager=teacher_manager,
+            embedder=embedder,
+            settings=settings,
+            teacher=teacher,
+            window=window,
+            progress=progress,
         )
         builder.build(root, {key: wanted[key] for key in todo}, fingerprints)
     examples = _examples(root, by_id, pairs, stats)
