@@ -345,28 +345,41 @@ def forward_hidden(
     mask = causal[None] & token_mask[:, None, :]  # [B, T, T]
     layer_fn = _remat(_layer, cfg.remat)
     layers = params["layers"]
-    unrolled = isinstance(layers, (list, tuple))
-
     if cache is None:
-        if unrolled:
-            for layer in layers:
-                x, _ = layer_fn(x, layer, cos, sin, mask, None, None, cfg, mesh, rules)
-        else:
-
-            def body(x, layer):
-                x, _ = layer_fn(x, layer, cos, sin, mask, None, None, cfg, mesh, rules)
-                return x, None
-
-            x, _ = jax.lax.scan(body, x, layers)
+        x = _through_layers(x, layers, layer_fn, cos, sin, mask, cfg, mesh, rules)
         return rms_norm(x, params["final_norm"], cfg.rms_norm_eps), None
-
     if fresh_cache:
         return _fresh_prefill(
             params, x, layers, layer_fn, cos, sin, mask, cache, token_mask, cfg, mesh, rules
         )
+    x, new_cache = _append_to_cache(
+        x, layers, layer_fn, cos, sin, mask, cache, token_mask, cfg, mesh, rules
+    )
+    return rms_norm(x, params["final_norm"], cfg.rms_norm_eps), new_cache
 
+
+def _through_layers(x, layers, layer_fn, cos, sin, mask, cfg, mesh, rules) -> jax.Array:
+    """The layers without a cache: causal attention within the T tokens."""
+    if isinstance(layers, (list, tuple)):
+        for layer in layers:
+            x, _ = layer_fn(x, layer, cos, sin, mask, None, None, cfg, mesh, rules)
+        return x
+
+    def body(x, layer):
+        x, _ = layer_fn(x, layer, cos, sin, mask, None, None, cfg, mesh, rules)
+        return x, None
+
+    x, _ = jax.lax.scan(body, x, layers)
+    return x
+
+
+def _append_to_cache(x, layers, layer_fn, cos, sin, mask, cache, token_mask, cfg, mesh, rules):
+    """The layers over a live cache: the T new tokens attend to its valid slots and to each
+    other, and are written at [cache.index, cache.index + T). Returns (x, the new cache)."""
+    T = x.shape[1]
     # Old slots at or beyond the write index are never attended (they may hold stale entries).
     old_valid = cache.valid & (jnp.arange(cache.size)[None, :] < cache.index)  # [B, S]
+    unrolled = isinstance(layers, (list, tuple))
     if unrolled and cache.per_layer:
         # Per-layer buffers: write each layer's new slots first, then attend over the updated
         # buffer. The update is the buffer's first use, so XLA does it in place (a read before
@@ -381,8 +394,7 @@ def forward_hidden(
             )
             cache_k.append(ck)
             cache_v.append(cv)
-        new_cache = KVCache(tuple(cache_k), tuple(cache_v), valid, cache.index + T)
-        return rms_norm(x, params["final_norm"], cfg.rms_norm_eps), new_cache
+        return x, KVCache(tuple(cache_k), tuple(cache_v), valid, cache.index + T)
     if unrolled:
         new_kv = []
         for i, layer in enumerate(layers):
@@ -399,9 +411,7 @@ def forward_hidden(
         cache_k = jnp.stack(cache.k) if cache.per_layer else cache.k
         cache_v = jnp.stack(cache.v) if cache.per_layer else cache.v
         x, (new_k, new_v) = jax.lax.scan(body, x, (layers, cache_k, cache_v))
-    new_cache = write_cache(cache, new_k, new_v, token_mask)
-    x = rms_norm(x, params["final_norm"], cfg.rms_norm_eps)
-    return x, new_cache
+    return x, write_cache(cache, new_k, new_v, token_mask)
 
 
 def _fresh_prefill(
