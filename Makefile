@@ -46,10 +46,12 @@ format: setup
 # Two workers: most tests are bound by XLA's (single-threaded) compiles, so two run in about
 # the time of one. A file's tests stay in one worker (its module fixtures are built once, and
 # the libtpu tests, all in tests/scale/test_aot_check.py, never run beside each other: libtpu
-# holds a machine-wide lock). TEST_WORKERS=0 runs everything in one process.
+# holds a machine-wide lock). TEST_WORKERS=0 runs everything in one process. Files go out in
+# collection order, which tests/conftest.py starts with the heavy ones (xdist's default sends
+# the files with most tests first, which left the longest, one-test file to run alone at the end).
 TEST_WORKERS ?= 2
 test: setup lint setup-tpu
-	$(PY) -m pytest -q -rs --durations=15 -n $(TEST_WORKERS) --dist loadfile tests
+	$(PY) -m pytest -q -rs --durations=15 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests
 
 demo: setup
 	$(PY) -m memjax.launch --config=configs/demo.py --workdir=$${WORKDIR:-/tmp/memjax_demo}
