@@ -23,8 +23,8 @@ def get_config() -> ConfigDict:
     config.model.param_dtype = "float32"
     # Matmul outputs are kept for the backward pass, the rest recomputed: the answer agent's
     # GRPO step at the reproduction's shapes (16 rows of 2,048 tokens in 4 micro-batches) needs
-    # ~8 GiB of temporaries so, against 17-24 GiB with nothing recomputed (the kernel killed it),
-    # for a few percent more compute; "full" (~4 GiB) recomputes every matmul too.
+    # ~8 GiB of temporaries so, against 17-24 GiB with nothing recomputed (the kernel killed it);
+    # only elementwise work is done twice. "full" (~4 GiB) recomputes every matmul too.
     # tests/agents/memory_r1/test_cpu_step_memory.py compiles that step and checks.
     config.model.remat = "dots"
     config.teacher.name = "smollm2"
