@@ -43,5 +43,4 @@ def pytest_collection_modifyitems(config, items):
     two workers (`--dist loadfile`) then take the long files while both are free and end on
     short ones, instead of one worker finishing a long file alone at the end."""
     heavy_files = {item.path for item in items if item.get_closest_marker("heavy")}
-    order = {id(item): i for i, item in enumerate(items)}
-    items.sort(key=lambda item: (item.path not in heavy_files, order[id(item)]))
+    items.sort(key=lambda item: item.path not in heavy_files)  # stable: order kept otherwise
