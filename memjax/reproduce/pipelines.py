@@ -160,8 +160,13 @@ def _mr1_eval(name: str, label: str, section, *agents: str) -> Stage:
     return Stage(name, MEMORY_R1_CONFIG, overrides, report="memory_r1_eval", label=label)
 
 
-def _mr1_rl(section, algo: str, seed: int) -> tuple[str, ...]:
-    steps = int(section.rl_steps)
+def _mr1_rl(section, algo: str, seed: int, role: str) -> tuple[str, ...]:
+    """One Memory-R1 RL stage's overrides; `role` "manager" or "answer" (which has its own
+    steps, temperature and source of old log-probs)."""
+    answer = role == "answer"
+    steps = int(section.answer_rl_steps if answer else section.rl_steps)
+    temperature = float(section.answer_rl_temperature if answer else section.rl_temperature)
+    old_logprobs = (f"rl.old_logprobs={section.answer_old_logprobs}",) if answer else ()
     return (
         "model.source={mr1_sft}",
         f"rl.algo={algo}",
@@ -173,7 +178,8 @@ def _mr1_rl(section, algo: str, seed: int) -> tuple[str, ...]:
         f"rl.micro_batches={int(section.rl_micro_batches)}",
         f"rl.shared_prompt={int(section.rl_shared_prompt)}",
         f"rl.sampling.max_new_tokens={int(section.rl_max_new_tokens)}",
-        f"rl.sampling.temperature={float(section.rl_temperature)}",
+        f"rl.sampling.temperature={temperature}",
+        *old_logprobs,
         f"rl.optimizer.learning_rate={float(section.rl_learning_rate)}",
         f"rl.eval_every={steps}",
         "rl.eval_before=True",  # the validation point before RL, beside the one after
@@ -222,7 +228,6 @@ def _mr1_rl_stages(section, algo: str, seed: int, *, ablation: bool) -> list[Sta
     """The alternating schedule for one algorithm and seed, and its evaluations."""
     tag, name = f"{algo}_s{seed}", f"Memory-R1-{algo.upper()} (seed {seed})"
     manager, answer = f"mr1_{tag}_manager", f"mr1_{tag}_answer"
-    rl = _mr1_rl(section, algo, seed)
     sft_model = "model.source={mr1_sft}"
     # RL trains the manager's operations only; the facts it manages stay the SFT extractor's,
     # so every evaluation below differs from Memory-SFT's in the trained agents alone.
@@ -236,13 +241,21 @@ def _mr1_rl_stages(section, algo: str, seed: int, *, ablation: bool) -> list[Sta
     snapshots = (f"teacher.source={teacher}", f"teacher.name={teacher}") if teacher else ()
     # Every seed's and algorithm's manager trains on the same teacher's snapshots: built once.
     snapshots += (f"snapshots.cache_dir={{{SNAPSHOTS}}}",)
-    manager_job = ("job=memory_r1.train_manager", *snapshots, *rl)
+    manager_job = (
+        "job=memory_r1.train_manager",
+        *snapshots,
+        *_mr1_rl(section, algo, seed, "manager"),
+    )
     stages = [
         Stage(manager, MEMORY_R1_CONFIG, manager_job, "rl_curve"),
         Stage(
             answer,
             MEMORY_R1_CONFIG,
-            ("job=memory_r1.train_answer", *trained_manager, *rl),
+            (
+                "job=memory_r1.train_answer",
+                *trained_manager,
+                *_mr1_rl(section, algo, seed, "answer"),
+            ),
             "rl_curve",
         ),
         _mr1_eval(

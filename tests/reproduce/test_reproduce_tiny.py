@@ -97,6 +97,7 @@ def _config(tiny_model, hotpot):
     mr1.teacher_conversations, mr1.answer_data = 1, "synthetic"
     mr1.sft_steps, mr1.sft_batch_rows, mr1.sft_micro_batches, mr1.sft_max_seq_len = 2, 4, 1, 1024
     mr1.rl_steps, mr1.rl_prompts_per_step, mr1.rl_group_size = 1, 2, 2
+    mr1.answer_rl_steps = 1
     mr1.rl_seq_len, mr1.rl_micro_batches, mr1.rl_max_new_tokens = 1536, 1, 6
     mr1.rl_train_conversations, mr1.test_conversations, mr1.max_questions = 1, 1, 3
     mr1.no_distill_ablation = False

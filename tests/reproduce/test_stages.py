@@ -136,6 +136,17 @@ def test_the_cpu_plan_names_only_real_fields_and_chains_sft_into_rl_and_eval():
     # The RL manager manages the facts the SFT model extracts, in training and in evaluation.
     for name in ("mr1_grpo_s0_answer", "mr1_eval_grpo_s0_manager", "mr1_eval_grpo_s0"):
         assert "facts.source={mr1_sft}" in by_name[name].overrides
+    # The answer agent's own GRPO recipe (README): on-policy at temperature 1.0; the manager's
+    # stays at 0.7 with the trainer's old log-probs.
+    answer, manager = (
+        by_name["mr1_grpo_s0_answer"].overrides,
+        by_name["mr1_grpo_s0_manager"].overrides,
+    )
+    assert {"rl.num_steps=12", "rl.sampling.temperature=1.0", "rl.old_logprobs=sampler"} <= set(
+        answer
+    )
+    assert {"rl.num_steps=4", "rl.sampling.temperature=0.7"} <= set(manager)
+    assert not any(o.startswith("rl.old_logprobs") for o in manager)
     final = by_name["mr1_eval_grpo_s0"].overrides
     assert "answer.trained={mr1_grpo_s0_answer}/policy" in final and "job=memory_r1.eval" in final
     # Every stage that uses another stage's output comes after it.
