@@ -29,6 +29,9 @@ from memjax.models import decoder
 from memjax.models.kv_cache import init_cache, repeat_rows
 
 
+PREFIX_PAD = -1  # fills a prefix shorter than its batch's prefix width; never a token id
+
+
 def shared_length(
     token_rows: Sequence[np.ndarray],
     loss_masks: Sequence[np.ndarray],
@@ -64,28 +67,41 @@ def prefix_predictors(
     """The final-norm state that predicts each token, [B, L, D]: for tokens[b, t] the state
     after prefix + tokens[b, :t] (for t = 0, the prefix's last state).
 
-    prefix [1, P] int32 (shared by every row); tokens, token_mask [B, L], right-padded.
+    prefix [1, P] int32 (shared by every row), possibly right-padded with PREFIX_PAD (a batch
+    whose micro-batches share prefixes of different lengths has one shape for all of them);
+    tokens, token_mask [B, L], right-padded.
     """
     B, L = tokens.shape
     P = prefix.shape[1]
+    real = prefix != PREFIX_PAD  # [1, P]
+    n = jnp.sum(real, dtype=jnp.int32)  # the prefix's own length
     positions = jnp.arange(P, dtype=jnp.int32)[None]  # [1, P]
     cache = init_cache(cfg, 1, P + L)
     prefix_hidden, cache = decoder.forward_hidden(
-        params, prefix, positions, cfg, cache=cache, fresh_cache=True, mesh=mesh, rules=rules
-    )  # [1, P, D]; the cache holds the prefix's keys and values at slots [0, P)
+        params,
+        jnp.where(real, prefix, 0),
+        positions,
+        cfg,
+        token_mask=real,
+        cache=cache,
+        fresh_cache=True,
+        mesh=mesh,
+        rules=rules,
+    )  # [1, P, D]; the cache holds the prefix's keys and values at slots [0, n), valid there
     cache = repeat_rows(cache, B)
     hidden, _ = decoder.forward_hidden(
         params,
         tokens,
-        decoder.positions_from_mask(token_mask, offset=P),
+        decoder.positions_from_mask(token_mask, offset=n),
         cfg,
         token_mask=token_mask,
         cache=cache,
         mesh=mesh,
         rules=rules,
     )  # [B, L, D]
-    first = jnp.broadcast_to(prefix_hidden[:, -1:], (B, 1, hidden.shape[-1]))
+    last = jax.lax.dynamic_slice_in_dim(prefix_hidden, n - 1, 1, axis=1)  # [1, 1, D]
+    first = jnp.broadcast_to(last, (B, 1, hidden.shape[-1]))
     return jnp.concatenate([first, hidden[:, :-1]], axis=1)
 
 
-__all__ = ["shared_length", "prefix_predictors"]
+__all__ = ["PREFIX_PAD", "shared_length", "prefix_predictors"]

@@ -15,12 +15,15 @@ and the prefix's keys and values carry each row's gradient back to it: loss, gra
 metrics are the plain batch's up to the order of f32 sums (tests/rl/test_shared_prompt.py).
 
     batch, order = share_prompts(batch, chunks=4, granularity=128, minimum=256)
-    # batch: rows in `order`, "prefix" [B, P] and the [B, T] arrays cut to [B, T - P];
+    # batch: rows in `order`, "prefix" [B, P] and the [B, T] arrays cut to [B, W];
     # unchanged but reordered when fewer than `minimum` tokens are shared.
 
-P is one length for the whole batch (every micro-batch of one step has one shape), the shortest
-of the micro-batches' shared prefixes rounded down to `granularity` (few compiled shapes). Each
-row's columns past the batch's longest row are cut too, to a multiple of `granularity`.
+Each micro-batch shares its own prefix, rounded down to `granularity` (few compiled shapes): the
+prompts of a step differ in length (the answer agent's with the memories it retrieves), and one
+prefix for all, the shortest, would leave the longer prompts' tails in every row's remainder. "prefix" is [B, P] with P the longest, a shorter one right-padded with
+PREFIX_PAD (`memjax.models.shared_prefix` masks it out), so one shape serves every micro-batch;
+each row's remainder starts after its own micro-batch's prefix and is as wide as the longest
+remainder, rounded up to `granularity`.
 One host only: on several, a global micro-batch holds every host's rows, which share nothing.
 """
 
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memjax.models.shared_prefix import shared_length
+from memjax.models.shared_prefix import PREFIX_PAD, shared_length
 
 SHARED_PROMPT_GRANULARITY = 128  # prefix and remainder widths: multiples of this many tokens
 
@@ -65,49 +68,62 @@ def _chunk_rows(B: int, chunks: int) -> list[np.ndarray]:
     return [np.arange(j, B, chunks) for j in range(chunks)]
 
 
-def shared_prompt_length(batch: dict, chunks: int, granularity: int, minimum: int) -> int:
-    """The prefix every chunk's non-empty rows share, untrained (0 when under `minimum`)."""
+def chunk_prefix_lengths(batch: dict, chunks: int, granularity: int, minimum: int) -> np.ndarray:
+    """[chunks]: the prefix each chunk's non-empty rows share, untrained; all 0 when a chunk's
+    is under `minimum` (one chunk running its rows whole would need another compiled shape).
+    A chunk of empty rows gets the longest (it has no loss: any prefix serves it)."""
     tokens, token_mask, loss_mask = batch["tokens"], batch["token_mask"], batch["loss_mask"]
-    P = tokens.shape[1]
-    for rows in _chunk_rows(len(tokens), chunks):
+    lengths = np.full(chunks, -1, np.int64)
+    for j, rows in enumerate(_chunk_rows(len(tokens), chunks)):
         real = [r for r in rows if token_mask[r].any()]
         if not real:
-            continue  # a chunk of empty rows has no loss: any prefix serves it
-        lengths = [int(token_mask[r].sum()) for r in real]
-        P = min(
-            P,
-            shared_length(
-                [tokens[r, :n] for r, n in zip(real, lengths)],
-                [loss_mask[r, :n] for r, n in zip(real, lengths)],
-                granularity=granularity,
-                minimum=minimum,
-            ),
+            continue
+        counts = [int(token_mask[r].sum()) for r in real]
+        lengths[j] = shared_length(
+            [tokens[r, :n] for r, n in zip(real, counts)],
+            [loss_mask[r, :n] for r, n in zip(real, counts)],
+            granularity=granularity,
+            minimum=minimum,
         )
-    return P if tokens.shape[1] > P else 0
+        if lengths[j] == 0:
+            return np.zeros(chunks, np.int64)
+    if (lengths < 0).all():
+        return np.zeros(chunks, np.int64)
+    return np.where(lengths < 0, lengths.max(), lengths)
 
 
-def _prefix_rows(batch: dict, chunks: int, P: int) -> np.ndarray:
-    """[B, P]: every row of a chunk gets the chunk's shared prefix (an empty row too, since
-    a micro-batch runs the prefix of its first row)."""
+def _prefix_rows(batch: dict, chunks: int, lengths: np.ndarray) -> np.ndarray:
+    """[B, max(lengths)]: every row of chunk j gets the chunk's shared prefix (an empty row too,
+    since a micro-batch runs the prefix of its first row), right-padded with PREFIX_PAD."""
     tokens, token_mask = batch["tokens"], batch["token_mask"]
-    prefix = np.zeros((len(tokens), P), tokens.dtype)
-    for rows in _chunk_rows(len(tokens), chunks):
+    prefix = np.full((len(tokens), lengths.max()), PREFIX_PAD, tokens.dtype)
+    for rows, P in zip(_chunk_rows(len(tokens), chunks), lengths):
         real = [r for r in rows if token_mask[r].any()]
-        if real:
-            prefix[rows] = tokens[real[0], :P]
+        prefix[rows, :P] = tokens[real[0], :P] if real else 0
     return prefix
 
 
-def cut_width(token_mask: np.ndarray, P: int, granularity: int) -> int:
-    """The remainder's width: the longest row past P, rounded up to `granularity`."""
-    longest = int(token_mask.sum(axis=1).max(initial=0)) - P
-    return min(token_mask.shape[1] - P, -(-max(longest, 1) // granularity) * granularity)
+def cut_width(token_mask: np.ndarray, row_prefix: np.ndarray, granularity: int) -> int:
+    """The remainder's width: the longest row past its own prefix, rounded up to `granularity`
+    (at most the columns past the shortest prefix)."""
+    longest = int((token_mask.sum(axis=1) - row_prefix).max(initial=0))
+    rounded = -(-max(longest, 1) // granularity) * granularity
+    return min(token_mask.shape[1] - int(row_prefix.min()), rounded)
+
+
+def _cut_rows(values: np.ndarray, row_prefix: np.ndarray, width: int) -> np.ndarray:
+    """[B, width]: row r's columns [row_prefix[r], row_prefix[r] + width), zero past its end."""
+    out = np.zeros((len(values), width), values.dtype)
+    for r, P in enumerate(row_prefix):
+        kept = values[r, P : P + width]
+        out[r, : len(kept)] = kept
+    return out
 
 
 def share_prompts(
     batch: dict[str, np.ndarray], chunks: int, *, granularity: int, minimum: int
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """(the batch reordered and cut after its shared prefix, the order [B] of its rows).
+    """(the batch reordered and each row cut after its chunk's shared prefix, the order [B]).
 
     batch: right-padded rows, "tokens", "token_mask", "loss_mask" [B, T] and any of
     TOKEN_ALIGNED; "loss_positions" / "loss_valid" [B, K] (`memjax.rl.logprobs.
@@ -117,17 +133,19 @@ def share_prompts(
         raise ValueError(f"{B} rows do not split into {chunks} chunks")
     order = grouped_order(batch["tokens"], batch["token_mask"], chunks)
     batch = {k: np.asarray(v)[order] for k, v in batch.items()}
-    P = shared_prompt_length(batch, chunks, granularity, minimum)
-    if not P:
+    lengths = chunk_prefix_lengths(batch, chunks, granularity, minimum)  # [chunks]
+    if not lengths.any():
         return batch, order
-    width = cut_width(batch["token_mask"], P, granularity)
-    out = {"prefix": _prefix_rows(batch, chunks, P)}
+    row_prefix = lengths[np.arange(B) % chunks]  # [B]: row r sits in chunk r % chunks
+    width = cut_width(batch["token_mask"], row_prefix, granularity)
+    out = {"prefix": _prefix_rows(batch, chunks, lengths)}
     for k, v in batch.items():
-        out[k] = v[:, P : P + width] if k in TOKEN_ALIGNED else v
+        out[k] = _cut_rows(v, row_prefix, width) if k in TOKEN_ALIGNED else v
     if "loss_positions" in batch:  # padding slots (not loss_valid) point at column 0
-        out["loss_positions"] = np.where(
-            batch["loss_valid"], batch["loss_positions"] - P, 0
-        ).astype(batch["loss_positions"].dtype)
+        shifted = batch["loss_positions"] - row_prefix[:, None]
+        out["loss_positions"] = np.where(batch["loss_valid"], shifted, 0).astype(
+            batch["loss_positions"].dtype
+        )
     return out, order
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from memjax.models import decoder
 from memjax.models.params import init_params
+from memjax.models.shared_prefix import PREFIX_PAD
 from memjax.parallel import make_mesh
 from memjax.rl import shared_prompt, toy, train_step
 from memjax.rl.logprobs import make_logprob_fn, trained_positions
@@ -48,19 +49,25 @@ def params():
     return jax.jit(lambda k: init_params(decoder.decoder_abstract(CFG), k))(jax.random.key(0))
 
 
-def test_each_micro_batch_holds_one_prompt_and_the_trained_tokens_stay_put():
+def test_each_micro_batch_shares_its_own_prompt_and_the_trained_tokens_stay_put():
     batch = _grpo_batch()
     shared, order = shared_prompt.share_prompts(batch, 3, granularity=8, minimum=8)
+    prompts = [int(np.flatnonzero(batch["loss_mask"][4 * g])[0]) for g in range(3)]
     P = shared["prefix"].shape[1]
-    assert P == 24  # the shortest prompt is 30 tokens: 24 is its multiple of 8
-    assert sorted(order.tolist()) == list(range(12))
-    for j in range(3):  # the strided split's micro-batch j: one group, one prefix
+    assert P == max(prompts) // 8 * 8
+    cut_at = np.zeros(12, int)
+    for j in range(3):  # the strided split's micro-batch j: one group, its own prefix
         rows = order[j::3]
         assert len(set((rows // 4).tolist())) == 1
-        assert (shared["prefix"][j::3] == batch["tokens"][rows[0], :P]).all()
-    # the remainder holds every real token: nothing past the longest row, nothing lost
-    longest = int(batch["token_mask"].sum(axis=1).max())
-    assert shared["tokens"].shape[1] == -(-(longest - P) // 8) * 8 < 64 - P
+        own = prompts[rows[0] // 4] // 8 * 8  # its prompt, rounded down to the granularity
+        prefix = shared["prefix"][j::3]
+        assert (prefix[:, :own] == batch["tokens"][rows[0], :own]).all()
+        assert (prefix[:, own:] == PREFIX_PAD).all()
+        cut_at[j::3] = own
+    # the remainder holds every real token after its row's own prefix, nothing past the longest
+    lengths = batch["token_mask"].sum(axis=1)[order]
+    assert shared["tokens"].shape[1] == -(-(lengths - cut_at).max() // 8) * 8
+    assert shared["token_mask"].sum() == (lengths - cut_at).sum()
     assert shared["loss_mask"].sum() == batch["loss_mask"].sum()
     for r, src in enumerate(order):
         valid = shared["loss_valid"][r]
@@ -80,7 +87,8 @@ def test_too_short_a_shared_prefix_leaves_the_batch_whole():
 
 @pytest.mark.parametrize(
     "micro_batches, empty_rows, expect_prefix",
-    [(3, 0, 24), (6, 0, 24), (1, 0, 16), (4, 4, 24), (2, 4, 16)],  # 16: the opening only
+    # the longest micro-batch's prefix; the shorter ones (24 tokens; 16: the opening only) padded
+    [(3, 0, 32), (6, 0, 32), (1, 0, 16), (4, 4, 32), (2, 4, 24)],
 )
 def test_a_shared_prompt_step_is_the_plain_step(params, micro_batches, empty_rows, expect_prefix):
     jax.config.update("jax_default_matmul_precision", "highest")
