@@ -28,7 +28,6 @@ import numpy as np
 from memjax.models import decoder
 from memjax.models.kv_cache import init_cache, repeat_rows
 
-
 PREFIX_PAD = -1  # fills a prefix shorter than its batch's prefix width; never a token id
 
 

@@ -162,5 +162,5 @@ __all__ = [
     "grouped_order",
     "restore_order",
     "share_prompts",
-    "shared_prompt_length",
+    "chunk_prefix_lengths",
 ]

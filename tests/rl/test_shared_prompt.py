@@ -54,7 +54,7 @@ def test_each_micro_batch_shares_its_own_prompt_and_the_trained_tokens_stay_put(
     shared, order = shared_prompt.share_prompts(batch, 3, granularity=8, minimum=8)
     prompts = [int(np.flatnonzero(batch["loss_mask"][4 * g])[0]) for g in range(3)]
     P = shared["prefix"].shape[1]
-    assert P == max(prompts) // 8 * 8
+    assert max(prompts) // 8 * 8 == P
     cut_at = np.zeros(12, int)
     for j in range(3):  # the strided split's micro-batch j: one group, its own prefix
         rows = order[j::3]
