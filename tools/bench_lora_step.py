@@ -43,7 +43,7 @@ def _batch(cfg, B: int, T: int) -> dict:
 
 def _memory(step, state, batch, frozen) -> dict[str, float]:
     """MiB of the compiled step: its arguments (state, frozen base, batch) and temporaries."""
-    lowered = step._jitted(batch).lower(state, batch, frozen)
+    lowered = step.jitted(batch).lower(state, batch, frozen)
     m = lowered.compile().memory_analysis()
     mib = lambda b: round(b / 2**20, 1)
     return {

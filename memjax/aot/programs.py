@@ -289,7 +289,7 @@ def _policy_train_step(t: _Target) -> Program:
     )
     return Program(
         "policy_train_step",
-        step._jitted(batch),  # the step's own jit: in/out shardings, donation
+        step.jitted(batch),  # the step's own jit: in/out shardings, donation
         (state, batch, None),  # no frozen tree: full fine-tuning
         {},
         _step_planner(job, t.parts, t.state_bytes, logits=True),
@@ -326,7 +326,7 @@ def _critic_train_step(t: _Target) -> Program:
     critic_state = t.parts["critic weights + AdamW"]
     return Program(
         "critic_train_step",
-        step._jitted(batch),
+        step.jitted(batch),
         (state, batch, None),
         {},
         _step_planner(job, t.parts, critic_state, logits=False),

@@ -190,7 +190,10 @@ class TrainStep:
         metrics.update(grad_norm=grad_norm, skipped_update=(~finite).astype(jnp.float32))
         return new_state, metrics
 
-    def _jitted(self, batch: dict):
+    def jitted(self, batch: dict):
+        """The step's jit for this batch's layout (its in/out shardings and donation), built
+        once per layout: `step.jitted(batch).lower(state, batch, frozen).compile()` compiles
+        the program a call runs, without running it (memjax.aot reads its memory and cost)."""
         key = tuple(sorted((k, v.ndim) for k, v in batch.items()))
         if key not in self._compiled:
             donate = (0,) if self.donate else ()
@@ -218,7 +221,7 @@ class TrainStep:
                 "frozen)); one without takes none"
             )
         batch = {k: jnp.asarray(v) for k, v in batch.items()}
-        return self._jitted(batch)(state, batch, frozen)
+        return self.jitted(batch)(state, batch, frozen)
 
 
 def donates_state(platform: str) -> bool:

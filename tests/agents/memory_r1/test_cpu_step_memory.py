@@ -56,6 +56,6 @@ def test_the_reproductions_memory_r1_grpo_step_fits_in_half_the_machine(shared):
     # The answer agent's rows: a ~1,450-token prompt, of which whole granules are shared.
     prefix = 11 * SHARED_PROMPT_GRANULARITY if shared else 0
     batch = _batch(rows, mr1.rl_seq_len, prefix, trained=mr1.rl_max_new_tokens)
-    compiled = step._jitted(batch).lower(state, batch, None).compile()  # the step's own jit
+    compiled = step.jitted(batch).lower(state, batch, None).compile()  # the step's own jit
     used = compiled.memory_analysis().temp_size_in_bytes
     assert used < BUDGET_BYTES, f"{used / 2**30:.1f} GiB of temporaries"
