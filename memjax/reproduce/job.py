@@ -105,10 +105,12 @@ def build_report(stages: list[Stage], runner: StageRunner, judge: str) -> dict:
     curves = _curves(done, runner)
     walls = {s.name: (finished[s.name] or {}).get("wall_s") for s in stages}
     paired = _against_sft(done, runner)
+    one_part = _one_part_apart(done, runner)
     parts = ["# Reproduction", ""]
     if mr1:
         parts += ["## Memory-R1 (Table 1 shape)", "", tables.memory_r1_markdown(mr1, judge)]
         parts += [tables.paired_markdown(paired["memory_r1"])]
+        parts += [tables.paired_markdown(one_part)]
     if ms:
         parts += ["## MemSearcher", "", tables.memsearcher_markdown(ms)]
         parts += [tables.paired_markdown(paired["memsearcher"])]
@@ -122,6 +124,7 @@ def build_report(stages: list[Stage], runner: StageRunner, judge: str) -> dict:
     if plots:
         parts += ["", "Curves: " + ", ".join(f"plots/{p}" for p in plots)]
     body = {"memory_r1": mr1, "memsearcher": ms, "against_sft": paired, "curves": curves}
+    body["one_part_apart"] = one_part
     body |= {"wall_s": walls, "total_wall_s": total, "plots": plots}
     return {"markdown": "\n".join(parts) + "\n", "json": body}
 
@@ -148,6 +151,26 @@ def _against_sft(done: list[Stage], runner: StageRunner) -> dict[str, list[dict]
             [(_label(s), scores(runner.workdir(s.name))) for s in trained],
         )
     return out
+
+
+def _one_part_apart(done: list[Stage], runner: StageRunner) -> list[dict]:
+    """Each finished Memory-R1 RL evaluation minus the one it differs from in a single part,
+    over the same banks: both agents trained against the trained manager with the SFT answer
+    agent (the answer agent's RL alone); without distillation against with it."""
+    by_name = {s.name: s for s in done if s.report == EVAL_REPORTS["memory_r1"]}
+    rows = []
+    for name, stage in by_name.items():
+        if name.endswith("_manager") or not _is_rl(name):
+            continue
+        ablated = name.endswith("_no_distill")
+        reference = by_name.get(name.removesuffix("_no_distill") if ablated else name + "_manager")
+        if reference is not None:
+            scores = tables.memory_r1_scores
+            rows += tables.paired_rows(
+                (_label(reference), scores(runner.workdir(reference.name))),
+                [(_label(stage), scores(runner.workdir(name)))],
+            )
+    return rows
 
 
 def _is_rl(stage_name: str) -> bool:

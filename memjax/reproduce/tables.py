@@ -192,18 +192,24 @@ def paired_rows(reference: tuple[str, dict], others: list[tuple[str, dict]]) -> 
 
 
 def paired_markdown(rows: list[dict]) -> str:
+    """One reference for all rows: named above the table; several: a column of their own."""
     if not rows:
         return ""
+    one = len({r["reference"] for r in rows}) == 1
+    against = f"Against {rows[0]['reference']}" if one else "Each row against the one beside it"
     lines = [
-        f"Against {rows[0]['reference']}, on the questions both scored (difference ± the "
-        "standard error of the per-question differences; z = difference / se):",
+        f"{against}, on the questions both scored (difference ± the standard error of the "
+        "per-question differences; z = difference / se):",
         "",
-        "| method | EM diff ± se (z) | F1 diff ± se (z) | questions rose / fell (EM) | n |",
-        "|---|---:|---:|---:|---:|",
+        "| method |"
+        + ("" if one else " against |")
+        + " EM diff ± se (z) | F1 diff ± se (z) | questions rose / fell (EM) | n |",
+        "|---|" + ("" if one else "---|") + "---:|---:|---:|---:|",
     ]
     for r in rows:
         em, f1 = r["em"], r["f1"]
-        cells = [r["label"], _diff(em), _diff(f1), f"{em['rose']} / {em['fell']}", str(em["n"])]
+        cells = [r["label"]] + ([] if one else [r["reference"]])
+        cells += [_diff(em), _diff(f1), f"{em['rose']} / {em['fell']}", str(em["n"])]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -153,6 +153,9 @@ def test_every_stage_of_both_papers_runs_chains_and_reports(tiny_model, tmp_path
     paired = report["against_sft"]
     assert [r["label"] for r in paired["memory_r1"]] == labels[3:]
     assert [r["label"] for r in paired["memsearcher"]] == ["GRPO (seed 0)"]
+    # The trained answer agent against the SFT one over the same trained manager's banks.
+    [answer_rl] = report["one_part_apart"]
+    assert (answer_rl["label"], answer_rl["reference"]) == (labels[4], labels[3])
     assert all(r["em"]["n"] == 2 for r in paired["memsearcher"])
     markdown = (root / "reproduction.md").read_text()
     assert "## Memory-R1 (Table 1 shape)" in markdown and "## MemSearcher" in markdown

@@ -99,6 +99,11 @@ def test_trained_rows_are_held_against_sft_question_by_question(tmp_path):
     assert "Against Memory-SFT" in md
     assert "| GRPO | +40.0 ± 24.5 (+1.6) | +40.0 ± 24.5 (+1.6) | 2 / 0 | 5 |" in md
     assert T.paired_markdown([]) == ""
+    # rows held against different references name theirs in a column
+    mixed = rows[:1] + T.paired_rows(("GRPO", rl), [("GRPO 2", worse)])
+    md = T.paired_markdown(mixed)
+    assert "Against" not in md and "| method | against |" in md
+    assert "| GRPO 2 | GRPO | -60.0 ± 24.5 (-2.4) |" in md
 
 
 def test_a_training_stages_curve_and_its_before_and_after_evaluations(tmp_path):
