@@ -36,6 +36,7 @@ from memjax.parallel import TRAIN_RULES, constrain, named_sharding, normalize_ru
 from memjax.rl import losses
 from memjax.rl.critic import critic_values
 from memjax.rl.logprobs import scatter_positions, sequence_logprobs
+from memjax.training.host_memory import check_fits_host
 
 
 @jax.tree_util.register_dataclass
@@ -160,6 +161,7 @@ class TrainStep:
         self.state_shardings = state_shardings
         self.donate = donates_state(jax.default_backend()) if donate is None else donate
         self._compiled: dict = {}
+        self._fits_host: set = set()  # batch shapes whose compiled step fits the host
 
     def _step(self, state: TrainState, batch: dict, frozen=None):
         den = self.denominator(batch)
@@ -221,7 +223,25 @@ class TrainStep:
                 "frozen)); one without takes none"
             )
         batch = {k: jnp.asarray(v) for k, v in batch.items()}
-        return self.jitted(batch)(state, batch, frozen)
+        fn = self.jitted(batch)
+        self._check_host_memory(fn, state, batch, frozen)
+        return fn(state, batch, frozen)
+
+    def _check_host_memory(self, fn, state, batch, frozen) -> None:
+        """On the CPU, once per batch shape: a step that would outgrow the host is refused
+        before it runs (memjax.training.host_memory); the call reuses the compiled program."""
+        if jax.default_backend() != "cpu":
+            return
+        shapes = tuple(sorted((k, v.shape) for k, v in batch.items()))
+        if shapes in self._fits_host:
+            return
+        check_fits_host(
+            fn.lower(state, batch, frozen).compile(),
+            f"the train step over {dict(shapes)}",
+            "recompute more in the backward pass (model.remat=dots or full) or split the "
+            "batch into more micro-batches",
+        )
+        self._fits_host.add(shapes)
 
 
 def donates_state(platform: str) -> bool:

@@ -180,3 +180,32 @@ def test_scoring_only_trained_positions_gives_the_same_update(params, sharded):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     for k in m_all:
         np.testing.assert_allclose(m_all[k], m_pos[k], rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def test_a_cpu_step_that_would_outgrow_the_host_is_refused_before_it_runs(params, monkeypatch):
+    from memjax.training import host_memory
+
+    opt = optax.sgd(0.1)
+    step = train_step.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, donate=False)
+    state = train_step.init_train_state(_copy(params), opt)
+    monkeypatch.setattr(host_memory, "available_bytes", lambda: 1024)  # 1 KiB left
+    with pytest.raises(host_memory.HostMemoryError) as e:
+        step(state, _batch())
+    message = str(e.value)
+    assert "\n" not in message and "the train step over {'advantages': (8, 10)" in message
+    assert "GiB of working memory and the host has 0.0 GiB available" in message
+    assert "model.remat=dots or full" in message
+    monkeypatch.undo()  # the host's own memory: the same step runs
+    new, metrics = step(state, _batch())
+    assert int(new.step) == 1 and np.isfinite(float(metrics["loss"]))
+
+
+def test_available_memory_is_read_from_the_kernels_estimate(tmp_path):
+    from memjax.training.host_memory import available_bytes
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24000000 kB\nMemAvailable:   12000000 kB\n")
+    assert available_bytes(meminfo) == 12000000 * 1024
+    assert available_bytes(tmp_path / "missing") is None
+    meminfo.write_text("MemTotal:       24000000 kB\n")
+    assert available_bytes(meminfo) is None
