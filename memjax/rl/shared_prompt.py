@@ -20,10 +20,11 @@ metrics are the plain batch's up to the order of f32 sums (tests/rl/test_shared_
 
 Each micro-batch shares its own prefix, rounded down to `granularity` (few compiled shapes): the
 prompts of a step differ in length (the answer agent's with the memories it retrieves), and one
-prefix for all, the shortest, would leave the longer prompts' tails in every row's remainder. "prefix" is [B, P] with P the longest, a shorter one right-padded with
-PREFIX_PAD (`memjax.models.shared_prefix` masks it out), so one shape serves every micro-batch;
-each row's remainder starts after its own micro-batch's prefix and is as wide as the longest
-remainder, rounded up to `granularity`.
+prefix for all, the shortest, would leave the longer prompts' tails in every row's remainder.
+"prefix" is [B, P] with P the longest, a shorter one right-padded with PREFIX_PAD
+(`memjax.models.shared_prefix` masks it out), so one shape serves every micro-batch; each row's
+remainder starts after its own micro-batch's prefix and is as wide as the longest remainder,
+rounded up to `granularity`.
 One host only: on several, a global micro-batch holds every host's rows, which share nothing.
 """
 
