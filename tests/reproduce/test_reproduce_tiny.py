@@ -159,7 +159,9 @@ def test_every_stage_of_both_papers_runs_chains_and_reports(tiny_model, tmp_path
     assert all(r["em"]["n"] == 2 for r in paired["memsearcher"])
     markdown = (root / "reproduction.md").read_text()
     assert "## Memory-R1 (Table 1 shape)" in markdown and "## MemSearcher" in markdown
-    assert markdown.count("Against ") == 2 and "## Training curves" in markdown
+    # each paper against its SFT row; the trained answer agent against the same banks' SFT one
+    assert markdown.count("Against ") == 3 and "## Training curves" in markdown
+    assert f"Against {labels[3]}, on the questions both scored" in markdown
 
     capsys.readouterr()
     job.reproduce_job(config, str(root))  # everything finished: all skipped, tables again
