@@ -209,3 +209,19 @@ def test_available_memory_is_read_from_the_kernels_estimate(tmp_path):
     assert available_bytes(tmp_path / "missing") is None
     meminfo.write_text("MemTotal:       24000000 kB\n")
     assert available_bytes(meminfo) is None
+
+
+def test_the_memory_check_and_the_call_share_one_trace_of_the_step(params):
+    """On the CPU the first call of each batch shape is lowered ahead for its memory check;
+    the call then reuses that trace instead of tracing the step again."""
+    opt = optax.sgd(0.1)
+    step = train_step.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, donate=False)
+    traces = []
+    inner = step._step
+    step._step = lambda *args: traces.append(1) or inner(*args)
+    state = train_step.init_train_state(_copy(params), opt)
+    state, _ = step(state, _batch(0))
+    state, _ = step(state, _batch(1))  # the same shapes: neither traced nor checked again
+    assert len(traces) == 1
+    step(state, _batch(0, B=4))  # a new shape: one more trace
+    assert len(traces) == 2
