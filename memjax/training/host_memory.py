@@ -43,10 +43,10 @@ def working_bytes(compiled) -> int | None:
     return int(m.temp_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes)
 
 
-def check_fits_host(compiled, what: str, fix: str, available: int | None = None) -> None:
+def check_fits_host(compiled, what: str, fix: str) -> None:
     """Raises HostMemoryError when `compiled` needs more than the host has available."""
     need = working_bytes(compiled)
-    available = available_bytes() if available is None else available
+    available = available_bytes()
     if need is None or available is None or need <= available:
         return
     gib = lambda b: f"{b / 2**30:.1f} GiB"

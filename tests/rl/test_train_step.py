@@ -182,12 +182,17 @@ def test_scoring_only_trained_positions_gives_the_same_update(params, sharded):
         np.testing.assert_allclose(m_all[k], m_pos[k], rtol=1e-5, atol=1e-6, err_msg=k)
 
 
+def _plain_step(params):
+    """A fresh policy step (SGD, not donating) and its starting state."""
+    opt = optax.sgd(0.1)
+    step = train_step.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, donate=False)
+    return step, train_step.init_train_state(_copy(params), opt)
+
+
 def test_a_cpu_step_that_would_outgrow_the_host_is_refused_before_it_runs(params, monkeypatch):
     from memjax.training import host_memory
 
-    opt = optax.sgd(0.1)
-    step = train_step.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, donate=False)
-    state = train_step.init_train_state(_copy(params), opt)
+    step, state = _plain_step(params)
     monkeypatch.setattr(host_memory, "available_bytes", lambda: 1024)  # 1 KiB left
     with pytest.raises(host_memory.HostMemoryError) as e:
         step(state, _batch())
@@ -214,12 +219,10 @@ def test_available_memory_is_read_from_the_kernels_estimate(tmp_path):
 def test_the_memory_check_and_the_call_share_one_trace_of_the_step(params):
     """On the CPU the first call of each batch shape is lowered ahead for its memory check;
     the call then reuses that trace instead of tracing the step again."""
-    opt = optax.sgd(0.1)
-    step = train_step.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, donate=False)
+    step, state = _plain_step(params)
     traces = []
     inner = step._step
     step._step = lambda *args: traces.append(1) or inner(*args)
-    state = train_step.init_train_state(_copy(params), opt)
     state, _ = step(state, _batch(0))
     state, _ = step(state, _batch(1))  # the same shapes: neither traced nor checked again
     assert len(traces) == 1
