@@ -66,6 +66,9 @@ def get_config() -> ConfigDict:
     # Growing-context baselines reach a few thousand tokens; a prefill materialises
     # [batch, heads, tokens, tokens] f32 scores, so 10 questions at a time stay within a few GiB.
     config.eval.batch_size = 10
+    # MemSearcher's context stays near a thousand tokens, so 20 of its episodes share a batch
+    # (20 held-out questions: 7 min on 2 cores in one batch).
+    config.eval.agent_batch_sizes = "memsearcher=20"
     config.eval.max_context_tokens = 8192  # SmolLM2's window
 
     config.optimizer.learning_rate = 1e-6

@@ -144,6 +144,11 @@ def _memsearcher(config) -> None:
         ),
     )
     at_least(config, 0, ("data.max_examples", "train.num_steps"))
+    eval_section = _lookup(config, "eval")
+    if eval_section is not None and "agent_batch_sizes" in eval_section:
+        from memjax.agents.memsearcher.agent_factory import parse_batch_sizes
+
+        parse_batch_sizes(eval_section.agent_batch_sizes, 1)
 
 
 def _memsearcher_train(config) -> None:

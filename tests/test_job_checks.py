@@ -43,6 +43,8 @@ CASES = [
     ("memory_r1_locomo_cpu.py", "construction.batch_size", -2, r"construction.batch_size=-2"),
     ("memsearcher_cpu.py", "rollout.group_size", 0, r"config.rollout.group_size=0"),
     ("memsearcher_cpu.py", "eval.batch_size", 0, r"config.eval.batch_size=0"),
+    ("memsearcher_cpu.py", "eval.agent_batch_sizes", "react=0", r"agent_batch_sizes='react=0'"),
+    ("memsearcher_cpu.py", "eval.agent_batch_sizes", "reactor=4", r"agent one of memsearcher"),
     ("memsearcher_cpu.py", "train.micro_batches", 0, r"config.train.micro_batches=0"),
     ("sft_cpu.py", "sft.batch_rows", 0, r"config.sft.batch_rows=0: must be >= 1"),
 ]

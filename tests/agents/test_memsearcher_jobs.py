@@ -4,6 +4,7 @@ or over HTTP with the same results, scripted policies drive all four agents, and
 random model runs both jobs end to end through the real sampler."""
 
 import json
+import logging
 import runpy
 import threading
 
@@ -13,11 +14,13 @@ from memjax import jobs
 from memjax.agents.episode import ModelOutput
 from memjax.agents.memsearcher import job_setup
 from memjax.agents.memsearcher import prompts as ms_prompts
+from memjax.agents.memsearcher.agent_factory import parse_batch_sizes
 from memjax.agents.memsearcher.eval_job import evaluate, per_call, prediction_rows, write_outputs
 from memjax.agents.rag import SYSTEM_PROMPT as RAG_PROMPT
 from memjax.agents.react import SYSTEM_PROMPT as REACT_PROMPT
 from memjax.agents.transcript import chat_format
 from memjax.data.corpus import read_corpus
+from memjax.errors import ConfigError
 from tests.agents.conftest import tiny_decoder
 from tests.agents.scripted import boxed, memory, tool_call
 
@@ -168,11 +171,27 @@ def tiny_checkpoint(smollm2_tokenizer, tmp_path_factory):
     return directory
 
 
+def test_batch_sizes_per_agent():
+    sizes = parse_batch_sizes(" memsearcher=20, react = 4", 10)
+    assert sizes == {"memsearcher": 20, "search_r1": 10, "react": 4, "rag": 10}
+    assert parse_batch_sizes("", 3) == dict.fromkeys(sizes, 3)
+    for bad, match in [
+        ("reactor=3", "expected agent=N with agent one of memsearcher"),
+        ("memsearcher", "expected agent=N"),
+        ("memsearcher=0", "memsearcher's batch size '0'"),
+        ("rag=two", "rag's batch size 'two'"),
+    ]:
+        with pytest.raises(ConfigError, match=rf"config.eval.agent_batch_sizes='{bad}': {match}"):
+            parse_batch_sizes(bad, 10)
+
+
 @pytest.mark.heavy
-def test_jobs_end_to_end_on_a_tiny_model(config, tiny_checkpoint, tmp_path, capsys):
+def test_jobs_end_to_end_on_a_tiny_model(config, tiny_checkpoint, tmp_path, capsys, caplog):
     config.model.source = str(tiny_checkpoint)
     config.eval_sampling.max_tokens_per_call = 8
     config.eval.batch_size = 2
+    config.eval.agent_batch_sizes = "memsearcher=1"  # its two questions in two batches
+    caplog.set_level(logging.INFO, logger="absl")
     config.agent.max_turns_eval = 2
     jobs.resolve("memsearcher.eval")(config, str(tmp_path / "eval_run"))
     out = capsys.readouterr().out
@@ -188,6 +207,9 @@ def test_jobs_end_to_end_on_a_tiny_model(config, tiny_checkpoint, tmp_path, caps
     assert all(rows[0]["count"] == 2 for rows in scores["scores"].values())
     predictions = (tmp_path / "eval_run/eval/predictions.jsonl").read_text().splitlines()
     assert len(predictions) == 8
+    batches = [m.split(" in ")[0] for m in caplog.messages if " questions in " in m]
+    assert batches.count("memsearcher on hotpotqa: 1 questions") == 2
+    assert batches.count("react on hotpotqa: 2 questions") == 1
 
     config.rollout.max_tokens_per_call = 8
     config.rollout.group_size = 2

@@ -33,6 +33,28 @@ def parse_agents(names: str) -> list[str]:
     return agents
 
 
+def parse_batch_sizes(spec: str, default: int) -> dict[str, int]:
+    """`eval.agent_batch_sizes` ("memsearcher=20,react=10") -> questions per lock-step batch for
+    every agent; an agent the spec leaves out gets `default` (`eval.batch_size`).
+
+    Per agent because their contexts differ by an order of magnitude: MemSearcher's stays near a
+    thousand tokens, ReAct's and Search-R1's grow to thousands, and a prefill holds
+    [batch, heads, tokens, tokens] scores.
+    """
+    sizes = dict.fromkeys(AGENTS, int(default))
+    field = f"config.eval.agent_batch_sizes={spec!r}"
+    for item in (part.strip() for part in str(spec or "").split(",")):
+        if not item:
+            continue
+        name, sep, value = (x.strip() for x in item.partition("="))
+        if not sep or name not in AGENTS:
+            raise ConfigError(f"{field}: expected agent=N with agent one of {', '.join(AGENTS)}")
+        if not value.isdigit() or int(value) < 1:
+            raise ConfigError(f"{field}: {name}'s batch size {value!r} must be an integer >= 1")
+        sizes[name] = int(value)
+    return sizes
+
+
 def episode_factory(
     agent: str, config: ConfigDict, count_tokens: Callable[[str], int], evaluation: bool
 ) -> Callable[[str], Episode]:

@@ -112,6 +112,7 @@ def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") 
     config.eval = ConfigDict()
     config.eval.agents = "memsearcher,search_r1,react,rag"
     config.eval.batch_size = 64  # questions whose episodes run in lock-step
+    config.eval.agent_batch_sizes = ""  # "memsearcher=128,react=32": per agent, else batch_size
     config.eval.max_context_tokens = 32768  # Qwen2.5's window; a longer context fails its call
 
     config.optimizer = optimizer_section(learning_rate=1e-6)
