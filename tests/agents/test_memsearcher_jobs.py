@@ -159,6 +159,36 @@ def test_eval_over_closed_corpus_in_process_and_http_agree(config, smollm2_token
     assert len(paths["predictions"].read_text().splitlines()) == 4 * len(GOLD)
 
 
+def test_sft_task_eval_scores_the_agent_in_its_batches(config, smollm2_tokenizer, monkeypatch):
+    """The SFT job's periodic agent evaluation: the recipe's agent on held-out questions, in
+    that agent's batch size, scored by reward, EM and behaviour."""
+    from memjax.agents import sampler_adapter
+    from memjax.sft.task_eval import search_agent_eval
+
+    batches = []
+
+    class ScriptedSampler:  # stands in for the sampler over `params`
+        def __init__(self, params, cfg, tokenizer, sampling, max_prompt_tokens):
+            assert max_prompt_tokens == config.eval.max_context_tokens - sampling.max_new_tokens
+
+        def __call__(self, calls, rng):
+            batches.append(len(calls))
+            return [scripted(call) for call in calls]
+
+    monkeypatch.setattr(sampler_adapter, "SamplerPolicy", ScriptedSampler)
+    monkeypatch.setitem(config.eval, "agent_batch_sizes", "memsearcher=1,react=2")
+    evaluate_params = search_agent_eval(config, smollm2_tokenizer, cfg=None, max_examples=2)
+    scores = evaluate_params(None)
+    assert scores == {
+        "task_reward": 1.0,
+        "task_em": 1.0,
+        "searched": 1.0,
+        "format_valid": 1.0,
+        "answered": 1.0,
+    }
+    assert batches == [1] * len(batches) and len(batches) == 2 * 3  # search, memory, answer
+
+
 @pytest.fixture(scope="module")
 def tiny_checkpoint(smollm2_tokenizer, tmp_path_factory):
     """A 2-layer random Llama over SmolLM2's vocabulary, as an HF directory with its tokenizer."""
