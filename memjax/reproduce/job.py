@@ -19,7 +19,7 @@ from memjax.errors import ConfigError
 from memjax.memory.atomic import atomic_write_text
 from memjax.reproduce import tables
 from memjax.reproduce.pipelines import memory_r1_stages, memsearcher_stages
-from memjax.reproduce.stages import Stage, StageRunner
+from memjax.reproduce.stages import Stage, StageError, StageRunner
 from memjax.training.reporting import CURVES_FILE
 
 PAPERS = ("memsearcher", "memory_r1")
@@ -87,8 +87,16 @@ def reproduce_job(config, workdir) -> None:
 
 
 def build_report(stages: list[Stage], runner: StageRunner, judge: str) -> dict:
-    """The tables of the finished stages (an unfinished one is listed as such)."""
-    finished = {s.name: runner.finished(s) for s in stages}
+    """The tables of the finished stages (an unfinished one is listed as such, and so is a stale
+    one: finished with other settings or over since-changed inputs, left out of the tables)."""
+    finished, stale = {}, {}
+    for s in stages:
+        try:
+            finished[s.name] = runner.finished(s)
+        except StageError as e:  # only the stages this run did not run can be stale here
+            finished[s.name] = None
+            stale[s.name] = str(e)
+            runner.echo(f"{s.name}: left out of the report: {e}")
     done = [s for s in stages if finished[s.name] is not None]
     mr1 = [
         tables.memory_r1_row(_label(s), runner.workdir(s.name))
@@ -117,7 +125,9 @@ def build_report(stages: list[Stage], runner: StageRunner, judge: str) -> dict:
     if curves:
         parts += ["## Training curves", "", tables.curves_markdown(curves)]
     parts += ["## Stages", "", "| stage | wall time |", "|---|---:|"]
-    parts += [f"| {n} | {_wall(w)} |" for n, w in walls.items()]
+    parts += [
+        f"| {n} | {'stale, left out' if n in stale else _wall(w)} |" for n, w in walls.items()
+    ]
     # The sum of the stages' own times: a stopped-and-resumed reproduction is not one wall.
     total = sum(w for w in walls.values() if w is not None)
     parts += [f"| all finished stages | {_wall(total)} |"]
@@ -125,6 +135,7 @@ def build_report(stages: list[Stage], runner: StageRunner, judge: str) -> dict:
         parts += ["", "Curves: " + ", ".join(f"plots/{p}" for p in plots)]
     body = {"memory_r1": mr1, "memsearcher": ms, "against_sft": paired, "curves": curves}
     body["one_part_apart"] = one_part
+    body["stale"] = stale
     body |= {"wall_s": walls, "total_wall_s": total, "plots": plots}
     return {"markdown": "\n".join(parts) + "\n", "json": body}
 

@@ -62,6 +62,25 @@ def test_a_finished_stage_with_another_command_is_refused_in_one_line(tmp_path):
         runner.run(Stage("b", "configs/sft_cpu.py", ("sft.num_steps=8",)))
 
 
+def test_the_report_names_a_stale_stage_and_leaves_it_out(tmp_path):
+    """A reproduction that runs one more stage still reports when an earlier stage finished
+    with other settings: that stage is named stale, not read and not fatal."""
+    said = []
+    runner = StageRunner(tmp_path / "root", python=_fake_python(tmp_path), echo=said.append)
+    runner.run(Stage("b", "configs/sft_cpu.py", ("sft.num_steps=4",)))
+    runner.run(Stage("c", "configs/sft_cpu.py", ("sft.num_steps=2",)))
+    stages = [
+        Stage("b", "configs/sft_cpu.py", ("sft.num_steps=8",)),  # now planned differently
+        Stage("c", "configs/sft_cpu.py", ("sft.num_steps=2",)),
+    ]
+    report = job.build_report(stages, runner, judge="none")
+    assert list(report["json"]["stale"]) == ["b"]
+    assert "finished with another command" in report["json"]["stale"]["b"]
+    assert report["json"]["wall_s"]["b"] is None and report["json"]["wall_s"]["c"] is not None
+    assert "| b | stale, left out |" in report["markdown"]
+    assert any(line.startswith("b: left out of the report: ") for line in said)
+
+
 def test_a_stage_that_read_an_earlier_stage_since_rerun_differently_is_refused(tmp_path):
     runner = StageRunner(tmp_path / "root", python=_fake_python(tmp_path), echo=lambda _: None)
     sft = Stage("sft", "configs/sft_cpu.py", ("sft.num_steps=4",))
