@@ -144,11 +144,10 @@ def _memsearcher(config) -> None:
         ),
     )
     at_least(config, 0, ("data.max_examples", "train.num_steps"))
-    eval_section = _lookup(config, "eval")
-    if eval_section is not None and "agent_batch_sizes" in eval_section:
-        from memjax.agents.memsearcher.agent_factory import parse_batch_sizes
+    if _lookup(config, "eval.batch_size") is not None:
+        from memjax.agents.memsearcher.agent_factory import eval_batch_sizes
 
-        parse_batch_sizes(eval_section.agent_batch_sizes, 1)
+        eval_batch_sizes(config.eval)  # "agent=N,..." well formed
 
 
 def _memsearcher_train(config) -> None:

@@ -33,7 +33,7 @@ def search_agent_eval(
     agent_config, tokenizer, cfg, *, max_examples: int, seed: int = 0
 ) -> Callable[[object], dict[str, float]]:
     from memjax.agents.memsearcher import job_setup
-    from memjax.agents.memsearcher.agent_factory import parse_batch_sizes
+    from memjax.agents.memsearcher.agent_factory import eval_batch_sizes
     from memjax.agents.memsearcher.eval_job import evaluate
     from memjax.agents.sampler_adapter import SamplerPolicy, sampling_params
 
@@ -42,9 +42,7 @@ def search_agent_eval(
     retriever = job_setup.make_retriever(agent_config)
     sampling = sampling_params(agent_config.eval_sampling)
     agent = str(agent_config.agent.name)
-    batch_size = parse_batch_sizes(
-        agent_config.eval.get("agent_batch_sizes", ""), agent_config.eval.batch_size
-    )[agent]
+    batch_size = eval_batch_sizes(agent_config.eval)[agent]
     budget = int(agent_config.eval.max_context_tokens) - sampling.max_new_tokens
 
     def run(params) -> dict[str, float]:

@@ -55,6 +55,12 @@ def parse_batch_sizes(spec: str, default: int) -> dict[str, int]:
     return sizes
 
 
+def eval_batch_sizes(eval_section: ConfigDict) -> dict[str, int]:
+    """A config's `eval` section -> questions per lock-step batch for every agent."""
+    spec = eval_section.get("agent_batch_sizes", "")
+    return parse_batch_sizes(spec, int(eval_section.batch_size))
+
+
 def episode_factory(
     agent: str, config: ConfigDict, count_tokens: Callable[[str], int], evaluation: bool
 ) -> Callable[[str], Episode]:

@@ -26,11 +26,7 @@ from ml_collections import ConfigDict
 
 from memjax.agents.episode import Episode, ModelCall, ModelOutput, advance
 from memjax.agents.memsearcher import job_setup
-from memjax.agents.memsearcher.agent_factory import (
-    make_episodes,
-    parse_agents,
-    parse_batch_sizes,
-)
+from memjax.agents.memsearcher.agent_factory import eval_batch_sizes, make_episodes, parse_agents
 from memjax.agents.retrieval import Retriever
 from memjax.agents.transcript import chat_format, turn_token_counts
 from memjax.data.qa import QAExample
@@ -150,9 +146,7 @@ def eval_job(config: ConfigDict, workdir: str | None) -> dict:
             "--workdir: memsearcher.eval needs a directory (tables, plot, predictions)"
         )
     agents = parse_agents(config.eval.agents)
-    batch_sizes = parse_batch_sizes(
-        config.eval.get("agent_batch_sizes", ""), config.eval.batch_size
-    )
+    batch_sizes = eval_batch_sizes(config.eval)
     sets = job_setup.load_qa_sets(config.data, "eval")
     split = job_setup.qa_split_summary(config.data, "eval")
     logging.info("%s", split.line())
