@@ -61,7 +61,11 @@ def _memory_r1_sections(config) -> None:
             "data.synthetic.sessions_per_conversation",
         ),
     )
-    at_least(config, 0, ("construction.fact_context_turns", "data.max_questions"))
+    at_least(
+        config,
+        0,
+        ("construction.fact_context_turns", "construction.checkpoint_every", "data.max_questions"),
+    )
     from memjax.agents.memory_r1.bank_builders import builder
     from memjax.agents.memory_r1.rewards import REWARD_METRICS
 

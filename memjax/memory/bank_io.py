@@ -145,10 +145,15 @@ def save_bank(bank: MemoryBank, root: str | Path) -> Path:
 
 def load_bank(root: str | Path, embedder=None, **bank_kwargs) -> MemoryBank:
     """The newest complete save under `root` as a bank (with `embedder` for text search)."""
-    snap, dim = read_snapshot(latest_snapshot(root))
+    return read_bank(latest_snapshot(root), embedder, **bank_kwargs)
+
+
+def read_bank(directory: str | Path, embedder=None, **bank_kwargs) -> MemoryBank:
+    """The bank in one snapshot directory (as `write_snapshot` fills it)."""
+    snap, dim = read_snapshot(Path(directory))
     if embedder is not None and embedder.dim != dim:
         raise DataFileError(
-            f"{root}: the bank holds {dim}-d vectors, the embedder makes {embedder.dim}"
+            f"{directory}: the bank holds {dim}-d vectors, the embedder makes {embedder.dim}"
         )
     bank = MemoryBank(embedder, dim=dim, **bank_kwargs)
     bank.restore(snap)

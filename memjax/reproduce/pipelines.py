@@ -147,12 +147,15 @@ def _mr1_held_out(section) -> tuple[str, ...]:
     )
 
 
-def _banks(builders: str) -> str:
+def _banks(builders: str) -> tuple[str, str]:
     """Where the banks that `builders` (a name for the fact extractor and manager) keep live.
     Bank building is most of a Memory-R1 evaluation on a CPU, and the evaluations of one trained
     manager (with the SFT answer agent, with the trained one, without distillation) answer over
-    the same banks: the first builds them, the others load them."""
-    return f"banks_dir={{{BANKS}}}/{builders}"
+    the same banks: the first builds them, the others load them. Extracted facts are kept in
+    one place for all: the trained managers keep the SFT extractor, whose facts Memory-SFT's
+    evaluation extracted (the cache is keyed by the extractor, so the base model's are its
+    own)."""
+    return f"banks_dir={{{BANKS}}}/{builders}", f"construction.facts_dir={{{BANKS}}}/facts"
 
 
 def _mr1_eval(name: str, label: str, section, *agents: str) -> Stage:
@@ -202,9 +205,9 @@ def memory_r1_stages(section, model_source: str, seeds: tuple[int, ...]) -> list
     )
     sft_overrides = _sft_overrides(section, "mr1_data", "facts,manager,answer", model_source)
     stages = [data, Stage("mr1_sft", SFT_CONFIG, sft_overrides, report="sft")]
-    base = (f"model.source={model_source}", _banks("base"))
+    base = (f"model.source={model_source}", *_banks("base"))
     stages.append(_mr1_eval("mr1_eval_base", "base", section, *base))
-    sft = ("model.source={mr1_sft}", _banks("sft"))
+    sft = ("model.source={mr1_sft}", *_banks("sft"))
     stages.append(_mr1_eval("mr1_eval_sft", "Memory-SFT", section, *sft))
     # The floor: the SFT answer agent over empty banks. Synthetic questions are partly
     # guessable ("Should Rosa avoid cheese pizza?" yes); a manager's worth is its distance
@@ -234,7 +237,7 @@ def _mr1_rl_stages(section, algo: str, seed: int, *, ablation: bool) -> list[Sta
     trained_manager = (
         f"manager.trained={{{manager}}}/policy",
         "facts.source={mr1_sft}",
-        _banks(f"{tag}_manager"),
+        *_banks(f"{tag}_manager"),
     )
     trained_answer = f"answer.trained={{{answer}}}/policy"
     teacher = str(section.snapshot_teacher)

@@ -18,7 +18,9 @@
 The last three take no model call (the first two of them seconds of embedding): they let the
 answer agent be measured on whole LoCoMo conversations, whose model-built banks cost hours on a
 CPU. The first two are cached under banks_dir, keyed by who built them (bank_store); the last
-three are rebuilt each run.
+three are rebuilt each run. A model-built construction keeps its extracted facts
+(`construction.facts_dir`, fact_cache) and saves its progress every
+`construction.checkpoint_every` manager calls (build_checkpoints).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ml_collections import ConfigDict
 
 from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.bank_store import StoredBanks, ensure_banks
+from memjax.agents.memory_r1.fact_cache import FactCache
 from memjax.agents.memory_r1.policy import TimedPolicy
 from memjax.data.locomo_types import Conversation
 from memjax.errors import ConfigError
@@ -113,6 +116,7 @@ def conversation_banks(
         return annotated_banks(kind, conversations, embedder)
     if kind == POLICY:
         facts, manager = S.fact_and_manager_policies(config)
+        facts_dir = config.construction.get("facts_dir") or Path(banks_dir) / ".facts"
         return ensure_banks(
             conversations,
             facts,
@@ -121,6 +125,8 @@ def conversation_banks(
             settings,
             banks_dir,
             inputs=S.bank_inputs(config),
+            fact_cache=FactCache(Path(facts_dir), S.fact_inputs(config)),
+            checkpoint_every=int(config.construction.get("checkpoint_every", 10)),
         )
     events = oracle_events(config)
     inputs = {"construction.builder": ORACLE, **S.embedder_identity(config)}

@@ -22,11 +22,16 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from memjax.agents.memory_r1.build_checkpoints import BuildCheckpoints
 from memjax.agents.memory_r1.construction import (
+    BuildResult,
     ConstructionSettings,
-    build_banks,
     conversation_stream,
+    fact_outputs,
+    run_manager,
+    start_build,
 )
+from memjax.agents.memory_r1.fact_cache import CachedFacts, FactCache
 from memjax.agents.memory_r1.policy import TimedPolicy
 from memjax.data.locomo_types import Conversation
 from memjax.fingerprint import describe, differences, text_sha256
@@ -86,15 +91,25 @@ def ensure_banks(
     root: str | Path,
     progress: bool = True,
     inputs: dict | None = None,
+    *,
+    fact_cache: FactCache | None = None,
+    checkpoint_every: int = 10,
 ) -> StoredBanks:
+    """The conversations' banks, loaded where built before from the same inputs, the rest
+    built together (facts from `fact_cache` where saved; the construction saved every
+    `checkpoint_every` manager steps and resumed from there when stopped)."""
     root = Path(root)
     out = StoredBanks({}, Counter(), {"fact_extraction": [], "manager": []}, [])
     fingerprints = {c.sample_id: bank_fingerprint(c, settings, inputs) for c in conversations}
     todo = _to_build(conversations, root, fingerprints, out.rebuilt)
     if todo:
-        policies = (fact_policy, manager_policy)
-        _build_and_save(todo, policies, embedder, settings, root, fingerprints, progress)
-        out.built = [c.sample_id for c in todo]
+        batch = [c.sample_id for c in todo]
+        checkpoints = BuildCheckpoints(root, batch, fingerprints, checkpoint_every)
+        build = _BatchBuild(todo, embedder, settings, fact_cache, checkpoints)
+        build.run(fact_policy, manager_policy, progress)
+        build.save(root, fingerprints)
+        checkpoints.clear()
+        out.built = batch
     _load(conversations, root, embedder, out)
     return out
 
@@ -118,34 +133,72 @@ def _to_build(conversations, root: Path, fingerprints, rebuilt: dict) -> list[Co
     return todo
 
 
-def _build_and_save(todo, policies, embedder, settings, root: Path, fingerprints, progress):
-    """Builds `todo`'s banks in one batched construction and saves each; its build.json,
-    written last and atomically, is what marks a bank as built."""
-    fact_policy, manager_policy = policies
-    n_facts, n_manager = len(fact_policy.seconds), len(manager_policy.seconds)
-    streams = [conversation_stream(c) for c in todo]
-    result = build_banks(
-        streams, fact_policy, manager_policy, embedder, settings, progress=progress
-    )
-    # A batched call served every conversation in it; each gets the same latencies.
-    latency = {
-        "fact_extraction": fact_policy.seconds[n_facts:],
-        "manager": manager_policy.seconds[n_manager:],
-    }
-    for conv, bank, trace in zip(todo, result.banks, result.traces):
-        directory = root / conv.sample_id
-        directory.mkdir(parents=True, exist_ok=True)
-        save_bank(bank, directory / "bank")
-        lines = (json.dumps(dataclasses.asdict(t), ensure_ascii=False) + "\n" for t in trace)
-        atomic_write_text(directory / "trace.jsonl", "".join(lines))
-        build = {
-            "counters": dict(result.counters),
-            "latency": latency,
-            "memories": len(bank),
-            "batch": [c.sample_id for c in todo],
-            "fingerprint": fingerprints[conv.sample_id],
-        }
-        atomic_write_text(directory / "build.json", json.dumps(build, ensure_ascii=False))
+@dataclasses.dataclass
+class _BatchBuild:
+    """One batched construction of the conversations to build (see build_checkpoints)."""
+
+    todo: list[Conversation]
+    embedder: object
+    settings: ConstructionSettings
+    fact_cache: FactCache | None
+    checkpoints: BuildCheckpoints
+    state: BuildResult | None = None
+    latency: dict = dataclasses.field(default_factory=dict)  # role -> seconds per item
+
+    def run(self, fact_policy: TimedPolicy, manager_policy: TimedPolicy, progress: bool):
+        streams = [conversation_stream(c) for c in self.todo]
+        state = self.checkpoints.load(streams, self.embedder)
+        if state is None:
+            raw, self.latency["fact_extraction"] = self._facts(streams, fact_policy)
+            state = start_build(streams, raw, self.embedder)
+        else:
+            self.latency = dict(self.checkpoints.latency)
+        earlier, n = self.latency.get("manager", []), len(manager_policy.seconds)
+
+        def checkpoint(state: BuildResult) -> None:
+            self.latency["manager"] = earlier + manager_policy.seconds[n:]
+            self.checkpoints.save(state, self.latency)
+
+        self.state = run_manager(
+            streams, state, manager_policy, self.settings, on_step=checkpoint, progress=progress
+        )
+        self.latency["manager"] = earlier + manager_policy.seconds[n:]
+
+    def _facts(self, streams, fact_policy: TimedPolicy) -> tuple[list[list[str]], list[float]]:
+        """Every conversation's raw fact outputs (from the cache, the rest in one batched
+        extraction, then cached), and the latencies of the calls that wrote them: a batched
+        call served every conversation in it, so each gets all of them, counted once."""
+        cache = self.fact_cache
+        cached = [cache.load(c, self.settings) if cache else None for c in self.todo]
+        missing = [i for i, hit in enumerate(cached) if hit is None]
+        n = len(fact_policy.seconds)
+        extracted = fact_outputs([streams[i] for i in missing], fact_policy, self.settings)
+        seconds = fact_policy.seconds[n:]
+        batch = [self.todo[i].sample_id for i in missing]
+        for i, outputs in zip(missing, extracted):
+            cached[i] = CachedFacts(outputs, seconds, batch)
+            if cache is not None:
+                cache.save(self.todo[i], self.settings, outputs, seconds, batch)
+        calls = {tuple(hit.batch): hit.seconds for hit in cached}
+        return [hit.outputs for hit in cached], [s for run in calls.values() for s in run]
+
+    def save(self, root: Path, fingerprints: dict) -> None:
+        """Saves each bank and its traces; its build.json, written last and atomically, is
+        what marks a bank as built."""
+        for conv, bank, trace in zip(self.todo, self.state.banks, self.state.traces):
+            directory = root / conv.sample_id
+            directory.mkdir(parents=True, exist_ok=True)
+            save_bank(bank, directory / "bank")
+            lines = (json.dumps(dataclasses.asdict(t), ensure_ascii=False) + "\n" for t in trace)
+            atomic_write_text(directory / "trace.jsonl", "".join(lines))
+            build = {
+                "counters": dict(self.state.counters),
+                "latency": self.latency,
+                "memories": len(bank),
+                "batch": [c.sample_id for c in self.todo],
+                "fingerprint": fingerprints[conv.sample_id],
+            }
+            atomic_write_text(directory / "build.json", json.dumps(build, ensure_ascii=False))
 
 
 def _load(conversations, root: Path, embedder, out: StoredBanks) -> None:

@@ -15,13 +15,17 @@ run in order, and all lanes advance together, one batched generation call per st
 two-person conversation decodes two turns at a time; the bank ends the same as turn by turn,
 up to the numbering of memory ids). A turn without facts costs no manager call (Mem0 also
 skips the update then).
+
+The pieces, for callers that keep or resume a construction (bank_store): `fact_outputs` (the
+extractor's raw outputs, cacheable), `start_build` (facts traced, banks empty) and
+`run_manager` (the manager steps not run yet, with a callback after each to checkpoint).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from tqdm import tqdm
 
@@ -74,13 +78,22 @@ class ConstructionSettings:
     def fingerprint(self) -> dict:
         """JSON-stable fields for cache fingerprints: the prompts as the SHA-256 of the texts
         construction renders (memjax's defaults where no template replaces them)."""
-        effective = {**FACT_TEMPLATES, **MANAGER_TEMPLATES}
-        effective.update({k: v for k, v in self.templates.items() if k in effective})
         return {
             "related_k": self.related_k,
             "fact_context_turns": self.fact_context_turns,
-            "prompts.sha256": text_sha256({k: t.text for k, t in sorted(effective.items())}),
+            "prompts.sha256": self._prompts_sha256({**FACT_TEMPLATES, **MANAGER_TEMPLATES}),
         }
+
+    def fact_fingerprint(self) -> dict:
+        """The fields that decide the fact extractor's prompts alone (a fact cache's key)."""
+        return {
+            "fact_context_turns": self.fact_context_turns,
+            "fact_prompts.sha256": self._prompts_sha256(FACT_TEMPLATES),
+        }
+
+    def _prompts_sha256(self, defaults: Mapping[str, PromptTemplate]) -> str:
+        effective = {**defaults, **{k: v for k, v in self.templates.items() if k in defaults}}
+        return text_sha256({k: t.text for k, t in sorted(effective.items())})
 
 
 @dataclasses.dataclass
@@ -98,9 +111,12 @@ class TurnTrace:
 
 @dataclasses.dataclass
 class BuildResult:
+    """A construction's banks and traces, finished or part-way (`steps_done` manager calls)."""
+
     banks: list[MemoryBank]
     traces: list[list[TurnTrace]]
     counters: Counter  # fact/manager parse outcomes and bank results, summed over streams
+    steps_done: int = 0
 
 
 def conversation_stream(conversation: Conversation) -> list[StreamTurn]:
@@ -144,12 +160,12 @@ def manager_messages(
     return [{"role": "user", "content": prompt}], ids
 
 
-def extract_facts(
+def fact_outputs(
     streams: Sequence[Sequence[StreamTurn]],
     fact_policy: ChatPolicy,
     settings: ConstructionSettings = ConstructionSettings(),
-) -> tuple[list[list[str]], list[list[list[str]]], Counter]:
-    """Every turn's (raw output, parsed facts), [stream][turn], in one policy call."""
+) -> list[list[str]]:
+    """Every turn's raw fact-extractor output, [stream][turn], in one policy call."""
     where = [(s, i) for s, stream in enumerate(streams) for i in range(len(stream))]
     prompts = [
         fact_messages(streams[s], i, settings.fact_context_turns, settings.templates)
@@ -157,17 +173,36 @@ def extract_facts(
     ]
     outputs = fact_policy(prompts) if prompts else []
     raw: list[list[str]] = [[""] * len(stream) for stream in streams]
-    facts: list[list[list[str]]] = [[[] for _ in stream] for stream in streams]
-    counters: Counter = Counter()
     for (s, i), text in zip(where, outputs):
-        parsed = parse_facts(text)
-        raw[s][i], facts[s][i] = text, list(parsed.facts)
-        counters[f"facts_json_{parsed.json_status}"] += 1
-        counters["facts_total"] += len(parsed.facts)
-        counters["facts_rejected"] += parsed.rejected
-        counters["facts_flattened"] += parsed.flattened
-        counters.update(f"facts_refused_{reason}" for reason in parsed.refused)
-    return raw, facts, counters
+        raw[s][i] = text
+    return raw
+
+
+def parse_fact_outputs(raw: Sequence[Sequence[str]]) -> tuple[list[list[list[str]]], Counter]:
+    """Every turn's facts, [stream][turn], and the parse outcomes counted."""
+    facts: list[list[list[str]]] = []
+    counters: Counter = Counter()
+    for outputs in raw:
+        facts.append([])
+        for text in outputs:
+            parsed = parse_facts(text)
+            facts[-1].append(list(parsed.facts))
+            counters[f"facts_json_{parsed.json_status}"] += 1
+            counters["facts_total"] += len(parsed.facts)
+            counters["facts_rejected"] += parsed.rejected
+            counters["facts_flattened"] += parsed.flattened
+            counters.update(f"facts_refused_{reason}" for reason in parsed.refused)
+    return facts, counters
+
+
+def extract_facts(
+    streams: Sequence[Sequence[StreamTurn]],
+    fact_policy: ChatPolicy,
+    settings: ConstructionSettings = ConstructionSettings(),
+) -> tuple[list[list[str]], list[list[list[str]]], Counter]:
+    """Every turn's (raw output, parsed facts), [stream][turn], in one policy call."""
+    raw = fact_outputs(streams, fact_policy, settings)
+    return (raw, *parse_fact_outputs(raw))
 
 
 def manager_lanes(
@@ -182,6 +217,98 @@ def manager_lanes(
     return list(lanes.values())
 
 
+def start_build(
+    streams: Sequence[Sequence[StreamTurn]],
+    raw_facts: Sequence[Sequence[str]],
+    embedder,
+    banks: Sequence[MemoryBank] | None = None,
+) -> BuildResult:
+    """A construction before its first manager step: every turn's facts traced, the banks
+    empty (or the given ones, to extend)."""
+    banks = list(banks) if banks is not None else [MemoryBank(embedder) for _ in streams]
+    if len(banks) != len(streams):
+        raise ValueError(f"{len(streams)} streams but {len(banks)} banks")
+    facts, counters = parse_fact_outputs(raw_facts)
+    traces = [
+        [TurnTrace(t.dia_id, t.speaker, raw_facts[s][i], facts[s][i]) for i, t in enumerate(stream)]
+        for s, stream in enumerate(streams)
+    ]
+    return BuildResult(banks, traces, counters)
+
+
+def manager_steps(streams: Sequence[Sequence[StreamTurn]], state: BuildResult) -> int:
+    """How many batched manager calls the whole construction takes (its longest lane)."""
+    facts = [[t.facts for t in trace] for trace in state.traces]
+    return max((len(lane) for lane in manager_lanes(streams, facts)), default=0)
+
+
+def run_manager(
+    streams: Sequence[Sequence[StreamTurn]],
+    state: BuildResult,
+    manager_policy: ChatPolicy,
+    settings: ConstructionSettings = ConstructionSettings(),
+    *,
+    on_step: Callable[[BuildResult], None] | None = None,
+    progress: bool = False,
+) -> BuildResult:
+    """Runs the manager steps `state` has not run yet, changing it in place; `on_step(state)`
+    after each (a checkpoint: a stopped construction resumes from the last state saved)."""
+    facts = [[t.facts for t in trace] for trace in state.traces]
+    lanes = manager_lanes(streams, facts)
+    total = max((len(lane) for lane in lanes), default=0)
+    steps = range(state.steps_done, total)
+    for step in tqdm(steps, desc="memory construction", unit="step", disable=not progress):
+        active = [lane[step] for lane in lanes if step < len(lane)]
+        _manager_step(streams, state, active, manager_policy, settings)
+        state.steps_done = step + 1
+        if on_step is not None:
+            on_step(state)
+    return state
+
+
+def _manager_step(streams, state: BuildResult, active, manager_policy, settings) -> None:
+    """One batched manager call over the lanes' current turns, its operations applied."""
+    banks, traces, counters = state.banks, state.traces, state.counters
+    calls = [
+        manager_messages(
+            banks[s],
+            traces[s][i].facts,
+            streams[s][i].speaker,
+            settings.related_k,
+            settings.templates,
+        )
+        for s, i in active
+    ]
+    outputs = manager_policy([messages for messages, _ in calls]) if calls else []
+    for (s, i), (_, ids), text in zip(active, calls, outputs):
+        turn, trace = streams[s][i], traces[s][i]
+        parsed = parse_manager_output(text, ids)
+        counters.update(f"manager_{k}" for k in parsed.counts().elements())
+        # Per call: the share of turns whose whole output parses into valid operations.
+        counters["manager_turns"] += 1
+        counters["manager_turns_well_formed"] += parsed.well_formed
+        results = apply_manager_ops(
+            banks[s],
+            parsed.ops,
+            owner=turn.speaker,
+            timestamp=turn.date,
+            provenance=Provenance(source_turn=turn.dia_id, model_output=text),
+        )
+        trace.manager_output = text
+        trace.rejected = dict(Counter(r.reason for r in parsed.rejections))
+        for op, result in zip(parsed.ops, results):
+            counters["bank_accepted" if result.accepted else f"bank_{result.reason}"] += 1
+            trace.ops.append(
+                {
+                    "op": op.op,
+                    "id": result.id,
+                    "text": op.text,
+                    "accepted": result.accepted,
+                    "reason": result.reason,
+                }
+            )
+
+
 def build_banks(
     streams: Sequence[Sequence[StreamTurn]],
     fact_policy: ChatPolicy,
@@ -193,54 +320,6 @@ def build_banks(
     progress: bool = False,
 ) -> BuildResult:
     """Builds (or extends, when `banks` are given) one bank per stream, turn by turn."""
-    banks = list(banks) if banks is not None else [MemoryBank(embedder) for _ in streams]
-    if len(banks) != len(streams):
-        raise ValueError(f"{len(streams)} streams but {len(banks)} banks")
-    raw, facts, counters = extract_facts(streams, fact_policy, settings)
-    traces = [
-        [TurnTrace(t.dia_id, t.speaker, raw[s][i], facts[s][i]) for i, t in enumerate(stream)]
-        for s, stream in enumerate(streams)
-    ]
-    lanes = manager_lanes(streams, facts)
-    steps = range(max((len(lane) for lane in lanes), default=0))
-    for step in tqdm(steps, desc="memory construction", unit="step", disable=not progress):
-        active = [lane[step] for lane in lanes if step < len(lane)]
-        calls = [
-            manager_messages(
-                banks[s],
-                facts[s][i],
-                streams[s][i].speaker,
-                settings.related_k,
-                settings.templates,
-            )
-            for s, i in active
-        ]
-        outputs = manager_policy([messages for messages, _ in calls]) if calls else []
-        for (s, i), (_, ids), text in zip(active, calls, outputs):
-            turn, trace = streams[s][i], traces[s][i]
-            parsed = parse_manager_output(text, ids)
-            counters.update(f"manager_{k}" for k in parsed.counts().elements())
-            # Per call: the share of turns whose whole output parses into valid operations.
-            counters["manager_turns"] += 1
-            counters["manager_turns_well_formed"] += parsed.well_formed
-            results = apply_manager_ops(
-                banks[s],
-                parsed.ops,
-                owner=turn.speaker,
-                timestamp=turn.date,
-                provenance=Provenance(source_turn=turn.dia_id, model_output=text),
-            )
-            trace.manager_output = text
-            trace.rejected = dict(Counter(r.reason for r in parsed.rejections))
-            for op, result in zip(parsed.ops, results):
-                counters["bank_accepted" if result.accepted else f"bank_{result.reason}"] += 1
-                trace.ops.append(
-                    {
-                        "op": op.op,
-                        "id": result.id,
-                        "text": op.text,
-                        "accepted": result.accepted,
-                        "reason": result.reason,
-                    }
-                )
-    return BuildResult(banks, traces, counters)
+    raw = fact_outputs(streams, fact_policy, settings)
+    state = start_build(streams, raw, embedder, banks)
+    return run_manager(streams, state, manager_policy, settings, progress=progress)

@@ -230,6 +230,20 @@ def bank_inputs(config: ConfigDict, role: str = "manager") -> dict:
     }
 
 
+def fact_inputs(config: ConfigDict) -> dict:
+    """What besides the conversation and the fact prompts decides the extracted facts: the
+    extractor's model (named by what it is, not by the role that lends it: the SFT model as
+    the manager's own extractor and as a trained manager's separate one is one extractor) and
+    its generation settings."""
+    identity = model_identity(config, fact_role(config))
+    c = config.construction
+    return {
+        **{"extractor." + k.split(".", 1)[1]: v for k, v in identity.items()},
+        "construction.fact_max_new_tokens": int(c.fact_max_new_tokens),
+        "construction.max_prompt_tokens": int(c.max_prompt_tokens),
+    }
+
+
 def load_embedder(config: ConfigDict):
     from memjax.memory.embedder import Embedder
 

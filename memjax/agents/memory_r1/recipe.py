@@ -138,6 +138,12 @@ def memory_r1_config(
     # data "oracle" (the ground truth's facts and operations: the answer agent alone);
     # "raw_turns", "observations" (LoCoMo's annotations) or "empty" (bank_builders).
     config.construction.builder = "policy"
+    # Extracted facts are kept here, keyed by the extractor ("": <banks_dir>/.facts); banks
+    # built by different managers over one extractor share them (fact_cache).
+    config.construction.facts_dir = ""
+    # A model-built construction is saved every this many batched manager calls and resumed
+    # from there when stopped (0: never; build_checkpoints).
+    config.construction.checkpoint_every = 10
 
     config.answer_agent = ConfigDict()
     config.answer_agent.k_per_speaker = 30  # 60 memories in all
