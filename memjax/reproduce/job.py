@@ -103,6 +103,11 @@ def build_report(stages: list[Stage], runner: StageRunner, judge: str) -> dict:
         for s in done
         if s.report == "memory_r1_eval"
     ]
+    locomo = [
+        tables.memory_r1_row(_label(s), runner.workdir(s.name))
+        for s in done
+        if s.report == "memory_r1_locomo"
+    ]
     ms = [
         row
         for s in done
@@ -119,6 +124,10 @@ def build_report(stages: list[Stage], runner: StageRunner, judge: str) -> dict:
         parts += ["## Memory-R1 (Table 1 shape)", "", tables.memory_r1_markdown(mr1, judge)]
         parts += [tables.paired_markdown(paired["memory_r1"])]
         parts += [tables.paired_markdown(one_part)]
+    if locomo:
+        parts += ["## Memory-R1 on LoCoMo, model-built banks", ""]
+        parts += [tables.memory_r1_markdown(locomo, judge)]
+        parts += [tables.paired_markdown(paired["memory_r1_locomo"])]
     if ms:
         parts += ["## MemSearcher", "", tables.memsearcher_markdown(ms)]
         parts += [tables.paired_markdown(paired["memsearcher"])]
@@ -133,7 +142,8 @@ def build_report(stages: list[Stage], runner: StageRunner, judge: str) -> dict:
     parts += [f"| all finished stages | {_wall(total)} |"]
     if plots:
         parts += ["", "Curves: " + ", ".join(f"plots/{p}" for p in plots)]
-    body = {"memory_r1": mr1, "memsearcher": ms, "against_sft": paired, "curves": curves}
+    body = {"memory_r1": mr1, "memory_r1_locomo": locomo, "memsearcher": ms}
+    body |= {"against_sft": paired, "curves": curves}
     body["one_part_apart"] = one_part
     body["stale"] = stale
     body |= {"wall_s": walls, "total_wall_s": total, "plots": plots}
@@ -141,9 +151,21 @@ def build_report(stages: list[Stage], runner: StageRunner, judge: str) -> dict:
 
 
 # The stage each paper's trained rows are held against, and what reads its per-question scores.
-SFT_EVALS = {"memory_r1": "mr1_eval_sft", "memsearcher": "ms_eval_sft"}
-EVAL_REPORTS = {"memory_r1": "memory_r1_eval", "memsearcher": "memsearcher_eval"}
-SCORES = {"memory_r1": tables.memory_r1_scores, "memsearcher": tables.memsearcher_scores}
+SFT_EVALS = {
+    "memory_r1": "mr1_eval_sft",
+    "memory_r1_locomo": "mr1_locomo_sft",
+    "memsearcher": "ms_eval_sft",
+}
+EVAL_REPORTS = {
+    "memory_r1": "memory_r1_eval",
+    "memory_r1_locomo": "memory_r1_locomo",
+    "memsearcher": "memsearcher_eval",
+}
+SCORES = {
+    "memory_r1": tables.memory_r1_scores,
+    "memory_r1_locomo": tables.memory_r1_scores,
+    "memsearcher": tables.memsearcher_scores,
+}
 
 
 def _against_sft(done: list[Stage], runner: StageRunner) -> dict[str, list[dict]]:

@@ -21,7 +21,9 @@ over the trained manager's banks (their facts always the SFT extractor's); evalu
 base model, Memory-SFT, the trained manager with the SFT answer agent (the manager's own
 effect), both trained agents, and (optionally) both trained agents without distillation. The
 stages that need the banks one pair of models builds share them (<root>/banks/<builders>), as
-every manager stage shares the teacher's snapshots (<root>/snapshots).
+every manager stage shares the teacher's snapshots (<root>/snapshots). With
+`memory_r1.locomo_test` (LoCoMo test conversation ids), Memory-SFT and the first seed's RL
+models are evaluated on those conversations too, every question, banks built by the models.
 """
 
 from __future__ import annotations
@@ -224,6 +226,46 @@ def memory_r1_stages(section, model_source: str, seeds: tuple[int, ...]) -> list
     for algo in _names(section.algos):
         for seed in seeds:
             stages += _mr1_rl_stages(section, algo, seed, ablation=seed == seeds[0])
+    if _names(section.locomo_test):
+        stages += _mr1_locomo_stages(section, seeds[0])
+    return stages
+
+
+def _mr1_locomo_stages(section, seed: int) -> list[Stage]:
+    """Memory-SFT and the seed's RL models on whole LoCoMo test conversations (every
+    question, the adversarial ones for the official protocol), banks built by the models with
+    the held-out evaluations' generation settings; the RL manager's banks built once for both
+    of its rows, the SFT extractor's facts extracted once for all."""
+    data = (
+        "job=memory_r1.eval",
+        f"data.path={section.locomo}",
+        f"data.conversations={','.join(_names(section.locomo_test))}",
+        "data.include_adversarial=True",
+        "data.max_questions=0",
+    )
+
+    def stage(name: str, label: str, *agents: str) -> Stage:
+        return Stage(name, MEMORY_R1_CONFIG, (*data, *agents), "memory_r1_locomo", label)
+
+    sft_model = "model.source={mr1_sft}"
+    stages = [stage("mr1_locomo_sft", "Memory-SFT", sft_model, *_banks("sft"))]
+    for algo in _names(section.algos):
+        tag, name = f"{algo}_s{seed}", f"Memory-R1-{algo.upper()} (seed {seed})"
+        manager = (
+            f"manager.trained={{mr1_{tag}_manager}}/policy",
+            "facts.source={mr1_sft}",
+            *_banks(f"{tag}_manager"),
+        )
+        stages += [
+            stage(f"mr1_locomo_{tag}_manager", f"{name}: manager", sft_model, *manager),
+            stage(
+                f"mr1_locomo_{tag}",
+                name,
+                sft_model,
+                *manager,
+                f"answer.trained={{mr1_{tag}_answer}}/policy",
+            ),
+        ]
     return stages
 
 

@@ -3,6 +3,7 @@ papers runs as its own launcher process, in order, each chained to the ones befo
 -> SFT checkpoint -> RL from it -> evaluation of what RL exported), every stage's report
 exists, the tables name their rows and splits, and a second run skips every finished stage."""
 
+import dataclasses
 import json
 import runpy
 
@@ -73,17 +74,25 @@ EXTRA = ";".join(
         "ms_grpo_*:train.micro_batches=1",
         "mr1_data:synthetic.sessions_per_conversation=2",
         "mr1_[eg]*:data.synthetic.sessions_per_conversation=2",
-        "mr1_[eg]*:construction.fact_max_new_tokens=8",
-        "mr1_[eg]*:construction.manager_max_new_tokens=12",
-        "mr1_[eg]*:answer_agent.max_new_tokens=6",
-        "mr1_[eg]*:judge.max_new_tokens=4",
-        "mr1_[eg]*:answer_agent.k_per_speaker=4",
+        "mr1_[egl]*:construction.fact_max_new_tokens=8",
+        "mr1_[egl]*:construction.manager_max_new_tokens=12",
+        "mr1_[egl]*:answer_agent.max_new_tokens=6",
+        "mr1_[egl]*:judge.max_new_tokens=4",
+        "mr1_[egl]*:answer_agent.k_per_speaker=4",
         "mr1_grpo_*:snapshots.window=4",
     ]
 )
 
 
-def _config(tiny_model, hotpot):
+def _locomo_file(path):
+    """One two-session conversation in LoCoMo's format, standing in for a test conversation."""
+    from memjax.data.synthetic import SyntheticConfig, write_synthetic_locomo
+
+    cfg = SyntheticConfig(num_conversations=1, seed=7, sessions_per_conversation=2)
+    return write_synthetic_locomo(path, dataclasses.replace(cfg, id_prefix="locomo"))
+
+
+def _config(tiny_model, hotpot, locomo):
     c = runpy.run_path(str(REPO_ROOT / "configs/reproduce_cpu.py"))["get_config"]()
     c.model_source = str(tiny_model)
     c.grpo_seeds = "0"
@@ -101,12 +110,14 @@ def _config(tiny_model, hotpot):
     mr1.rl_seq_len, mr1.rl_micro_batches, mr1.rl_max_new_tokens = 1536, 1, 6
     mr1.rl_train_conversations, mr1.test_conversations, mr1.max_questions = 1, 1, 3
     mr1.no_distill_ablation = False
+    mr1.locomo, mr1.locomo_test = str(locomo), "locomo-0"
     return c
 
 
 @pytest.mark.heavy
 def test_every_stage_of_both_papers_runs_chains_and_reports(tiny_model, tmp_path, capsys):
-    config = _config(tiny_model, _hotpot_file(tmp_path / "hotpot.jsonl"))
+    hotpot = _hotpot_file(tmp_path / "hotpot.jsonl")
+    config = _config(tiny_model, hotpot, _locomo_file(tmp_path / "locomo.json"))
     root = tmp_path / "repro"
     job.reproduce_job(config, str(root))
     stages = job.plan(config)
@@ -160,8 +171,25 @@ def test_every_stage_of_both_papers_runs_chains_and_reports(tiny_model, tmp_path
     markdown = (root / "reproduction.md").read_text()
     assert "## Memory-R1 (Table 1 shape)" in markdown and "## MemSearcher" in markdown
     # each paper against its SFT row; the trained answer agent against the same banks' SFT one
-    assert markdown.count("Against ") == 3 and "## Training curves" in markdown
+    assert markdown.count("Against ") == 4 and "## Training curves" in markdown
     assert f"Against {labels[3]}, on the questions both scored" in markdown
+
+    # LoCoMo test conversations: Memory-SFT and the RL models, banks built by the models; the
+    # RL manager's banks built once for its two rows, the SFT extractor's facts once for all.
+    locomo = report["memory_r1_locomo"]
+    assert [r["label"] for r in locomo] == [
+        "Memory-SFT",
+        "Memory-R1-GRPO (seed 0): manager",
+        "Memory-R1-GRPO (seed 0)",
+    ]
+    assert all(r["split"]["name"] == "conversations locomo-0" for r in locomo)
+    assert (
+        "banks: built ['locomo-0']" in (root / "mr1_locomo_grpo_s0_manager" / LOG_FILE).read_text()
+    )
+    assert "banks: built none" in (root / "mr1_locomo_grpo_s0" / LOG_FILE).read_text()
+    assert len(list((root / "banks" / "facts" / "locomo-0").glob("*.json"))) == 1
+    assert [r["label"] for r in paired["memory_r1_locomo"]] == [r["label"] for r in locomo[1:]]
+    assert "## Memory-R1 on LoCoMo, model-built banks" in markdown
 
     capsys.readouterr()
     job.reproduce_job(config, str(root))  # everything finished: all skipped, tables again

@@ -194,6 +194,33 @@ def test_the_evaluations_of_one_trained_manager_share_its_banks_and_no_two_build
     }
 
 
+def test_locomo_test_conversations_add_model_built_stages_that_share_banks_and_facts():
+    config = runpy.run_path(str(CONFIG))["get_config"]()
+    assert not [s for s in job.plan(config) if s.name.startswith("mr1_locomo")]  # off by default
+    config.memory_r1.locomo_test = "conv-49, conv-50"
+    stages = job.plan(config)
+    runner = StageRunner("/root")
+    for stage in stages:
+        runner.check(stage)  # every override a field of the synthetic evaluation's config
+    locomo = {s.name: s for s in stages if s.name.startswith("mr1_locomo")}
+    assert list(locomo) == ["mr1_locomo_sft", "mr1_locomo_grpo_s0_manager", "mr1_locomo_grpo_s0"]
+    by_name = {s.name: s for s in stages}
+    for stage in locomo.values():
+        o = set(stage.overrides)
+        assert stage.report == "memory_r1_locomo" and stage.config == by_name["mr1_eval_sft"].config
+        assert {"data.conversations=conv-49,conv-50", "data.include_adversarial=True"} <= o
+        assert "data.max_questions=0" in o and "data.path=../shared/data/locomo10.json" in o
+        assert "construction.facts_dir={banks}/facts" in o  # one extraction for all
+    banks = {n: [o for o in s.overrides if o.startswith("banks_dir=")] for n, s in locomo.items()}
+    assert banks["mr1_locomo_sft"] == ["banks_dir={banks}/sft"]
+    assert banks["mr1_locomo_grpo_s0"] == banks["mr1_locomo_grpo_s0_manager"]
+    assert banks["mr1_locomo_grpo_s0"] == ["banks_dir={banks}/grpo_s0_manager"]
+    assert "answer.trained={mr1_grpo_s0_answer}/policy" in locomo["mr1_locomo_grpo_s0"].overrides
+    assert not any(o.startswith("answer.") for o in locomo["mr1_locomo_grpo_s0_manager"].overrides)
+    names = [s.name for s in stages]
+    assert names.index("mr1_locomo_sft") > names.index("mr1_eval_grpo_s1")  # after the rest
+
+
 def test_a_misspelt_override_fails_before_anything_runs():
     with pytest.raises(StageError, match=r"has no field 'sft.num_stepz'"):
         StageRunner("/root").check(Stage("x", "configs/sft_cpu.py", ("sft.num_stepz=3",)))
