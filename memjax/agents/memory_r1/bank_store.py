@@ -6,12 +6,15 @@ root/<conversation>/bank/       the bank (memjax.memory.bank_io: atomic, newest 
 root/<conversation>/trace.jsonl one line per turn: facts, manager output, ops and outcomes
 root/<conversation>/build.json  counters and latencies of the build (for the report), and the
                                 fingerprint of what built it (memjax.fingerprint)
+root/.building/<key>/           a construction in progress, saved every few manager calls
+                                (build_checkpoints); gone once its banks are written
 A conversation whose build.json exists is loaded, not rebuilt (build.json is written last),
 provided its fingerprint matches: the conversation's turns (what the bank is made from, so an
 edit elsewhere in the data file keeps it), the construction settings, and `inputs` (the
 models, the embedder and the generation settings; see job_setup.bank_inputs). A bank built from
 other inputs is rebuilt, with one line naming what differs. All conversations to build are
-built together, advancing turn by turn in one batch.
+built together, advancing turn by turn in one batch, their facts read from a FactCache
+(fact_cache) where an earlier build with the same extractor left them.
 """
 
 from __future__ import annotations
