@@ -15,6 +15,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
+from tqdm import tqdm
+
 Messages = Sequence[dict]
 ChatPolicy = Callable[[Sequence[Messages]], list[str]]
 
@@ -22,14 +24,23 @@ ChatPolicy = Callable[[Sequence[Messages]], list[str]]
 class TimedPolicy:
     """Wraps a policy, sending at most `batch_size` prompts per call; each call's wall time is
     recorded once per item it served, so the p50/p95 over `seconds` is the latency an item
-    waited for its batched generation call (not for the whole phase)."""
+    waited for its batched generation call (not for the whole phase). A request that takes
+    more than one call shows a progress bar (`progress=False`: none): extracting a LoCoMo
+    conversation's facts is tens of calls on a CPU."""
 
-    def __init__(self, policy: ChatPolicy, name: str = "policy", batch_size: int | None = None):
+    def __init__(
+        self,
+        policy: ChatPolicy,
+        name: str = "policy",
+        batch_size: int | None = None,
+        progress: bool = True,
+    ):
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.policy = policy
         self.name = name
         self.batch_size = batch_size
+        self.progress = progress
         self.seconds: list[float] = []  # one entry per item served
         self.calls = 0
 
@@ -39,7 +50,9 @@ class TimedPolicy:
         # in the caller's order.
         order = sorted(range(len(batch)), key=lambda i: _chars(batch[i]))
         out: list[str] = [""] * len(batch)
-        for start in range(0, len(order), step):
+        starts = range(0, len(order), step)
+        quiet = not self.progress or len(starts) <= 1
+        for start in tqdm(starts, desc=self.name, unit="call", disable=quiet):
             rows = order[start : start + step]
             chunk = [batch[i] for i in rows]
             t0 = time.perf_counter()

@@ -153,3 +153,15 @@ def test_timed_policy_times_each_batched_call():
     echo = TimedPolicy(lambda b: [m[0]["content"] for m in b], "echo", batch_size=2)
     texts = ["a" * n for n in (5, 1, 4, 2, 3)]
     assert echo([[{"role": "user", "content": t}] for t in texts]) == texts
+
+
+def test_a_request_of_several_calls_shows_its_progress_and_one_call_does_not(capsys):
+    from memjax.agents.memory_r1.policy import TimedPolicy
+
+    prompts = [[{"role": "user", "content": str(i)}] for i in range(5)]
+    TimedPolicy(lambda b: ["x"] * len(b), "fact_extraction", batch_size=2)(prompts)
+    shown = capsys.readouterr().err
+    assert "fact_extraction: 100%" in shown and "3/3" in shown
+    TimedPolicy(lambda b: ["x"] * len(b), "manager", batch_size=8)(prompts)
+    TimedPolicy(lambda b: ["x"] * len(b), "judge", batch_size=2, progress=False)(prompts)
+    assert capsys.readouterr().err == ""
