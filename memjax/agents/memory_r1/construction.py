@@ -236,12 +236,6 @@ def start_build(
     return BuildResult(banks, traces, counters)
 
 
-def manager_steps(streams: Sequence[Sequence[StreamTurn]], state: BuildResult) -> int:
-    """How many batched manager calls the whole construction takes (its longest lane)."""
-    facts = [[t.facts for t in trace] for trace in state.traces]
-    return max((len(lane) for lane in manager_lanes(streams, facts)), default=0)
-
-
 def run_manager(
     streams: Sequence[Sequence[StreamTurn]],
     state: BuildResult,
