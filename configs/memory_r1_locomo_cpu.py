@@ -8,8 +8,9 @@ conv-49 is the shortest test conversation (509 turns, 156 scored questions, 40 a
 Output budgets are cut to CPU size (a 135M model that loops stops at the budget); the
 retrieval sizes (top-10 related, 30 memories per speaker) stay the paper's.
 
-Building banks with the model costs hours per conversation on 2 cores (one batched manager
-call per turn). The answer agent alone, on whole conversations, over banks no model builds:
+Building banks with the model costs hours on 2 cores (one batched manager call per turn of a
+speaker; a stopped build resumes from its last save; README, "LoCoMo with banks the models
+build"). The answer agent alone, on whole conversations, over banks no model builds:
     --config.construction.builder=observations   # LoCoMo's annotated facts per session
     --config.construction.builder=raw_turns      # every turn as said (LoCoMo's RAG memory)
     --config.construction.builder=empty          # no memory: the floor of the question alone
