@@ -98,16 +98,10 @@ def build_report(stages: list[Stage], runner: StageRunner, judge: str) -> dict:
             stale[s.name] = str(e)
             runner.echo(f"{s.name}: left out of the report: {e}")
     done = [s for s in stages if finished[s.name] is not None]
-    mr1 = [
-        tables.memory_r1_row(_label(s), runner.workdir(s.name))
-        for s in done
-        if s.report == "memory_r1_eval"
-    ]
-    locomo = [
-        tables.memory_r1_row(_label(s), runner.workdir(s.name))
-        for s in done
-        if s.report == "memory_r1_locomo"
-    ]
+    mr1, locomo = (  # held-out synthetic conversations; whole LoCoMo test conversations
+        [tables.memory_r1_row(_label(s), runner.workdir(s.name)) for s in done if s.report == kind]
+        for kind in ("memory_r1_eval", "memory_r1_locomo")
+    )
     ms = [
         row
         for s in done
