@@ -29,15 +29,17 @@ from memjax.agents.memory_r1.build_checkpoints import BuildCheckpoints
 from memjax.agents.memory_r1.construction import (
     BuildResult,
     ConstructionSettings,
+    conversation_sha256,
     conversation_stream,
     fact_outputs,
     run_manager,
     start_build,
+    traces_jsonl,
 )
 from memjax.agents.memory_r1.fact_cache import CachedFacts, FactCache
 from memjax.agents.memory_r1.policy import TimedPolicy
 from memjax.data.locomo_types import Conversation
-from memjax.fingerprint import describe, differences, text_sha256
+from memjax.fingerprint import describe, differences
 from memjax.memory.atomic import atomic_write_text
 from memjax.memory.bank import MemoryBank
 from memjax.memory.bank_io import load_bank, save_bank
@@ -65,9 +67,8 @@ def bank_fingerprint(
     conversation: Conversation, settings: ConstructionSettings, inputs: dict | None = None
 ) -> dict:
     """What a conversation's bank is built from (see the module docstring)."""
-    turns = [dataclasses.asdict(t) for t in conversation_stream(conversation)]
     return {
-        "conversation.sha256": text_sha256(turns),
+        "conversation.sha256": conversation_sha256(conversation),
         **{f"construction.{k}": v for k, v in settings.fingerprint().items()},
         **(inputs or {}),
     }
@@ -192,8 +193,7 @@ class _BatchBuild:
             directory = root / conv.sample_id
             directory.mkdir(parents=True, exist_ok=True)
             save_bank(bank, directory / "bank")
-            lines = (json.dumps(dataclasses.asdict(t), ensure_ascii=False) + "\n" for t in trace)
-            atomic_write_text(directory / "trace.jsonl", "".join(lines))
+            atomic_write_text(directory / "trace.jsonl", traces_jsonl(trace))
             build = {
                 "counters": dict(self.state.counters),
                 "latency": self.latency,

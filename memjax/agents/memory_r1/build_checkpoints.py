@@ -16,14 +16,13 @@ take hours on a CPU: a stop costs at most `every` manager steps.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from memjax.agents.memory_r1.construction import BuildResult, TurnTrace
+from memjax.agents.memory_r1.construction import BuildResult, read_traces, traces_jsonl
 from memjax.errors import DataFileError
 from memjax.fingerprint import text_sha256
 from memjax.memory.atomic import atomic_save, latest_snapshot
@@ -48,11 +47,11 @@ class BuildCheckpoints:
         try:
             progress = json.loads((snapshot / "progress.json").read_text(encoding="utf-8"))
             banks = [read_bank(snapshot / f"bank-{i}", embedder) for i in range(len(streams))]
-            traces = [_read_traces(snapshot / f"trace-{i}.jsonl") for i in range(len(streams))]
+            traces = [read_traces(snapshot / f"trace-{i}.jsonl") for i in range(len(streams))]
             if [len(t) for t in traces] != [len(s) for s in streams]:
                 raise ValueError("its traces do not cover the conversations' turns")
-            state = BuildResult(banks, traces, Counter(progress["counters"]))
-            state.steps_done = int(progress["steps_done"])
+            counters, steps = Counter(progress["counters"]), int(progress["steps_done"])
+            state = BuildResult(banks, traces, counters, steps)
             self.latency = {
                 role: [float(s) for s in seconds] for role, seconds in progress["latency"].items()
             }
@@ -82,10 +81,7 @@ class BuildCheckpoints:
             for i, (bank, traces) in enumerate(zip(state.banks, state.traces)):
                 (directory / f"bank-{i}").mkdir()
                 write_snapshot(bank.snapshot(), bank.dim, directory / f"bank-{i}")
-                lines = (json.dumps(dataclasses.asdict(t), ensure_ascii=False) for t in traces)
-                (directory / f"trace-{i}.jsonl").write_text(
-                    "".join(line + "\n" for line in lines), encoding="utf-8"
-                )
+                (directory / f"trace-{i}.jsonl").write_text(traces_jsonl(traces), encoding="utf-8")
             (directory / "progress.json").write_text(json.dumps(progress), encoding="utf-8")
 
         atomic_save(self.directory, write)
@@ -96,7 +92,3 @@ class BuildCheckpoints:
         parent = self.directory.parent
         if parent.is_dir() and not any(parent.iterdir()):
             parent.rmdir()
-
-
-def _read_traces(path: Path) -> list[TurnTrace]:
-    return [TurnTrace(**json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]

@@ -24,8 +24,10 @@ extractor's raw outputs, cacheable), `start_build` (facts traced, banks empty) a
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from tqdm import tqdm
 
@@ -124,6 +126,21 @@ def conversation_stream(conversation: Conversation) -> list[StreamTurn]:
         StreamTurn(t.speaker, t.dia_id, t.display_text(), s.date_time)
         for s, t in conversation.turns()
     ]
+
+
+def conversation_sha256(conversation: Conversation) -> str:
+    """What a bank or its facts are made from: the turns as construction reads them (an edit
+    elsewhere in the data file leaves it unchanged)."""
+    return text_sha256([dataclasses.asdict(t) for t in conversation_stream(conversation)])
+
+
+def traces_jsonl(traces: Sequence[TurnTrace]) -> str:
+    """A stream's turn traces as JSON lines (trace.jsonl, a build checkpoint's traces)."""
+    return "".join(json.dumps(dataclasses.asdict(t), ensure_ascii=False) + "\n" for t in traces)
+
+
+def read_traces(path: Path) -> list[TurnTrace]:
+    return [TurnTrace(**json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 def fact_messages(

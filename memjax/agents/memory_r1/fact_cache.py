@@ -21,7 +21,11 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from memjax.agents.memory_r1.construction import ConstructionSettings, conversation_stream
+from memjax.agents.memory_r1.construction import (
+    ConstructionSettings,
+    conversation_sha256,
+    conversation_stream,
+)
 from memjax.data.locomo_types import Conversation
 from memjax.fingerprint import text_sha256
 from memjax.memory.atomic import atomic_write_text
@@ -40,9 +44,8 @@ class FactCache:
     inputs: dict  # the extractor's identity and generation settings (job_setup.fact_inputs)
 
     def fingerprint(self, conversation: Conversation, settings: ConstructionSettings) -> dict:
-        turns = [dataclasses.asdict(t) for t in conversation_stream(conversation)]
         return {
-            "conversation.sha256": text_sha256(turns),
+            "conversation.sha256": conversation_sha256(conversation),
             **{f"construction.{k}": v for k, v in settings.fact_fingerprint().items()},
             **self.inputs,
         }
