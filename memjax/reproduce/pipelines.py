@@ -251,11 +251,7 @@ def _mr1_locomo_stages(section, seed: int) -> list[Stage]:
     stages = [stage("mr1_locomo_sft", "Memory-SFT", sft_model, *_banks("sft"))]
     for algo in _names(section.algos):
         tag, name = f"{algo}_s{seed}", f"Memory-R1-{algo.upper()} (seed {seed})"
-        manager = (
-            f"manager.trained={{mr1_{tag}_manager}}/policy",
-            "facts.source={mr1_sft}",
-            *_banks(f"{tag}_manager"),
-        )
+        manager = _trained_manager(tag)
         stages += [
             stage(f"mr1_locomo_{tag}_manager", f"{name}: manager", sft_model, *manager),
             stage(
@@ -276,11 +272,7 @@ def _mr1_rl_stages(section, algo: str, seed: int, *, ablation: bool) -> list[Sta
     sft_model = "model.source={mr1_sft}"
     # RL trains the manager's operations only; the facts it manages stay the SFT extractor's,
     # so every evaluation below differs from Memory-SFT's in the trained agents alone.
-    trained_manager = (
-        f"manager.trained={{{manager}}}/policy",
-        "facts.source={mr1_sft}",
-        *_banks(f"{tag}_manager"),
-    )
+    trained_manager = _trained_manager(tag)
     trained_answer = f"answer.trained={{{answer}}}/policy"
     teacher = str(section.snapshot_teacher)
     snapshots = (f"teacher.source={teacher}", f"teacher.name={teacher}") if teacher else ()
@@ -325,6 +317,16 @@ def _mr1_rl_stages(section, algo: str, seed: int, *, ablation: bool) -> list[Sta
             )
         )
     return stages
+
+
+def _trained_manager(tag: str) -> tuple[str, ...]:
+    """The overrides that build banks with the `tag` run's trained manager over the SFT
+    extractor's facts, in that manager's banks folder."""
+    return (
+        f"manager.trained={{mr1_{tag}_manager}}/policy",
+        "facts.source={mr1_sft}",
+        *_banks(f"{tag}_manager"),
+    )
 
 
 def _names(value) -> list[str]:
