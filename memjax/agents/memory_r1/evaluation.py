@@ -30,6 +30,7 @@ from memjax.agents.memory_r1.bank_builders import (
     conversation_banks,
 )
 from memjax.agents.memory_r1.bank_ops import memory_tokens
+from memjax.agents.memory_r1.call_cache import CallCache
 from memjax.agents.memory_r1.models import load_agent_model
 from memjax.agents.memory_r1.recipe import from_paper_recipe
 from memjax.data.categories import ADVERSARIAL, TABLE1_ORDER
@@ -52,11 +53,11 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
 
     examples = _examples(config, conversations, stored.banks)
     a = config.answer_agent
-    answerer = S.policy_for(config, "answer", a.max_new_tokens, a.batch_size, "answer")
+    answerer = _resumable(config, workdir, "answer", a.max_new_tokens, a.batch_size)
     settings = S.answer_settings(config)
     outputs = answerer([answer_messages(e, settings) for e in examples])
     parsed = [parse_answer(t) for t in outputs]
-    judge = S.policy_for(config, "judge", config.judge.max_new_tokens, a.batch_size, "judge")
+    judge = _resumable(config, workdir, "judge", config.judge.max_new_tokens, a.batch_size)
     replies = _judge_replies(config, judge, examples, parsed)
     verdicts = {i: parse_judge_reply(r) for i, r in replies.items()}
     results, predictions = _scored(examples, outputs, parsed, replies, verdicts)
@@ -78,6 +79,15 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     lines = (json.dumps(p, ensure_ascii=False) + "\n" for p in predictions)
     atomic_write_text(workdir / "predictions.jsonl", "".join(lines))
     return {**reports, "predictions": predictions}
+
+
+def _resumable(config, workdir: Path, role: str, max_new_tokens: int, batch_size: int):
+    """A role's greedy policy whose finished calls are kept under <workdir>/.calls/<role>: a
+    stopped evaluation (hours of answer calls on LoCoMo's test split) resumes at its last one."""
+    policy = S.policy_for(config, role, max_new_tokens, batch_size, role)
+    inputs = S.call_inputs(config, role, max_new_tokens)
+    policy.cache = CallCache(workdir / ".calls" / role, inputs)
+    return policy
 
 
 def _examples(config, conversations, banks) -> list:

@@ -171,6 +171,17 @@ def policy_for(
     return TimedPolicy(policy, name or role, batch_size=batch_size)
 
 
+def call_inputs(config: ConfigDict, role: str, max_new_tokens: int) -> dict:
+    """What besides its prompts decides a `policy_for` call's completions: the role's model
+    and the greedy decoding's limits (the keys of a call_cache.CallCache)."""
+    return {
+        **model_identity(config, role),
+        "greedy": True,
+        "max_new_tokens": int(max_new_tokens),
+        "construction.max_prompt_tokens": int(config.construction.max_prompt_tokens),
+    }
+
+
 def model_identity(config: ConfigDict, role: str) -> dict:
     """The fingerprint fields of a role's model: where its weights come from and their dtype
     (the `stamp` of local weights changes when they are retrained in place)."""

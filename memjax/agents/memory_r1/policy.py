@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 
 from tqdm import tqdm
 
+from memjax.agents.memory_r1.call_cache import CallCache
+
 Messages = Sequence[dict]
 ChatPolicy = Callable[[Sequence[Messages]], list[str]]
 
@@ -26,7 +28,9 @@ class TimedPolicy:
     recorded once per item it served, so the p50/p95 over `seconds` is the latency an item
     waited for its batched generation call (not for the whole phase). A request that takes
     more than one call shows a progress bar (`progress=False`: none): extracting a LoCoMo
-    conversation's facts is tens of calls on a CPU."""
+    conversation's facts is tens of calls on a CPU. With a `cache` (call_cache.CallCache) each
+    finished call is kept on disk and read back when the same call comes again, so a stopped
+    evaluation resumes at its last finished call (for a deterministic, greedy policy)."""
 
     def __init__(
         self,
@@ -34,6 +38,7 @@ class TimedPolicy:
         name: str = "policy",
         batch_size: int | None = None,
         progress: bool = True,
+        cache: CallCache | None = None,
     ):
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -41,6 +46,7 @@ class TimedPolicy:
         self.name = name
         self.batch_size = batch_size
         self.progress = progress
+        self.cache = cache
         self.seconds: list[float] = []  # one entry per item served
         self.calls = 0
 
@@ -55,16 +61,26 @@ class TimedPolicy:
         for start in tqdm(starts, desc=self.name, unit="call", disable=quiet):
             rows = order[start : start + step]
             chunk = [batch[i] for i in rows]
-            t0 = time.perf_counter()
-            texts = list(self.policy(chunk))
-            dt = time.perf_counter() - t0
-            if len(texts) != len(chunk):
-                raise ValueError(f"{self.name}: {len(chunk)} prompts gave {len(texts)} completions")
+            texts, dt = self._call(chunk)
             self.calls += 1
             self.seconds.extend([dt] * len(chunk))
             for i, text in zip(rows, texts):
                 out[i] = text
         return out
+
+    def _call(self, chunk: Sequence[Messages]) -> tuple[list[str], float]:
+        """One batched call's completions and wall time (read back when the cache holds it)."""
+        cached = self.cache.load(chunk) if self.cache else None
+        if cached is not None:
+            return cached.texts, cached.seconds
+        t0 = time.perf_counter()
+        texts = list(self.policy(chunk))
+        dt = time.perf_counter() - t0
+        if len(texts) != len(chunk):
+            raise ValueError(f"{self.name}: {len(chunk)} prompts gave {len(texts)} completions")
+        if self.cache:
+            self.cache.save(chunk, texts, dt)
+        return texts, dt
 
 
 def _chars(messages: Messages) -> int:
