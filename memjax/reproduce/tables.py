@@ -14,6 +14,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from memjax.data.categories import ADVERSARIAL
 from memjax.eval.paired import mean_se, paired_difference
 from memjax.eval.qa_metrics import em_score, f1_score
 
@@ -36,11 +37,11 @@ def memory_r1_row(label: str, stage_dir: Path) -> dict:
     mem0 = json.loads((stage_dir / "report_mem0.json").read_text())
     official = json.loads((stage_dir / "report_official.json").read_text())
     predictions = read_jsonl(stage_dir / "predictions.jsonl")
-    # Category 5 has no Mem0-protocol scores; the official protocol scores it when included.
+    mem0_scored = _mem0_scored(predictions)
     overall = {
-        m: mean_se([p["scores"][m] for p in predictions if m in p["scores"]])
-        for m in (*MEM0_METRICS, "official_f1")
+        m: mean_se([p["scores"][m] for p in mem0_scored if m in p["scores"]]) for m in MEM0_METRICS
     }
+    overall["official_f1"] = mean_se([p["scores"]["official_f1"] for p in predictions])
     construction = mem0["counters"].get("construction", {})
     # A judge that calls an answer the agent never wrote correct is not judging: counted so
     # the table can say how far its J is to be trusted.
@@ -65,9 +66,17 @@ def memory_r1_row(label: str, stage_dir: Path) -> dict:
     }
 
 
+def _mem0_scored(predictions: list[dict]) -> list[dict]:
+    """The questions the Mem0 protocol scores: not the adversarial ones (category 5, no gold
+    answer), whose zero F1 / BLEU-1 / EM the predictions carry but only the official protocol's
+    F1 (which scores them by abstention) counts."""
+    return [p for p in predictions if p.get("category") != ADVERSARIAL]
+
+
 def memory_r1_markdown(rows: list[dict], judge: str) -> str:
     head = "| method | " + " | ".join(f"{c} F1 / B1 / J" for c in CATEGORIES[:-1])
     head += " | overall F1 ± se | overall B1 | overall J | EM ± se | official F1 ± se | n |"
+    # n: the Mem0 protocol's questions, and the official protocol's when it scores more.
     lines = [head, "|---" * (len(CATEGORIES) + 6) + "|"]
     for row in rows:
         cells = [row["label"]]
@@ -76,7 +85,7 @@ def memory_r1_markdown(rows: list[dict], judge: str) -> str:
             cells.append(_triple(m) if m else "-")
         o = row["overall"]
         cells += [_pm(o["f1"]), _pct(o["bleu1"]["mean"]), _pct(o["j"]["mean"]), _pm(o["em"])]
-        cells += [_pm(o["official_f1"]), str(o["f1"]["n"])]
+        cells += [_pm(o["official_f1"]), _counts(o["f1"]["n"], o["official_f1"]["n"])]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "| method | ADD | UPDATE | DELETE | NONE | rejected | well-formed turns |"]
     lines += ["|---|---:|---:|---:|---:|---:|---:|"]
@@ -155,10 +164,9 @@ def memsearcher_markdown(rows: list[dict]) -> str:
 
 
 def memory_r1_scores(stage_dir: Path) -> dict[str, dict[str, float]]:
-    """question uid -> its Mem0-protocol scores (category 5 has none and is left out)."""
-    return {
-        p["uid"]: p["scores"] for p in read_jsonl(stage_dir / "predictions.jsonl") if p["scores"]
-    }
+    """question uid -> its Mem0-protocol scores (category 5 is not Mem0-scored: left out)."""
+    predictions = _mem0_scored(read_jsonl(stage_dir / "predictions.jsonl"))
+    return {p["uid"]: p["scores"] for p in predictions if p["scores"]}
 
 
 def memsearcher_scores(stage_dir: Path, agent: str = "memsearcher") -> dict[str, dict]:
@@ -261,6 +269,10 @@ def _series(values: list[float], shown: int = 12) -> str:
 
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}"
+
+
+def _counts(mem0_n: int, official_n: int) -> str:
+    return str(mem0_n) if mem0_n == official_n else f"{mem0_n} (official {official_n})"
 
 
 def _pm(stat: dict) -> str:

@@ -29,9 +29,11 @@ def _mr1_stage(d):
     with open(d / "predictions.jsonl", "w") as f:
         for em, answer in scores:
             s = {"f1": em, "bleu1": em, "em": em, "j": 1.0, "official_f1": em}
-            f.write(json.dumps({"answer": answer, "scores": s}) + "\n")
-        # category 5: the official protocol only
-        f.write(json.dumps({"answer": None, "scores": {"official_f1": 0.0}}) + "\n")
+            f.write(json.dumps({"category": 1, "answer": answer, "scores": s}) + "\n")
+        # category 5: scored by the official protocol only; the evaluation writes the other
+        # metrics' zeros beside it (no gold answer), which the Mem0 columns must not count.
+        s = {"f1": 0.0, "bleu1": 0.0, "em": 0.0, "official_f1": 1.0}
+        f.write(json.dumps({"category": 5, "answer": None, "scores": s}) + "\n")
     return d
 
 
@@ -40,7 +42,9 @@ def test_memory_r1_row_standard_errors_counts_and_judge_check(tmp_path):
     em = row["overall"]["em"]
     assert em["n"] == 4 and em["mean"] == 0.5
     assert em["se"] == pytest.approx(math.sqrt((4 * 0.25) / 3 / 4))  # sample sd / sqrt(n)
-    assert row["overall"]["official_f1"]["n"] == 5  # category 5 counts in the official protocol
+    assert row["overall"]["f1"]["n"] == 4 and row["overall"]["f1"]["mean"] == 0.5
+    official = row["overall"]["official_f1"]  # category 5 counts in the official protocol
+    assert official["n"] == 5 and official["mean"] == pytest.approx(3 / 5)
     assert row["operations"] == {"add": 5, "update": 2, "delete": 0, "none": 1}
     assert row["rejected"] == 3 and row["manager_turns_well_formed"] == [7, 9]
     assert row["judge_on_no_answer"] == [1, 1]
@@ -48,6 +52,7 @@ def test_memory_r1_row_standard_errors_counts_and_judge_check(tmp_path):
     assert "| Memory-SFT | 50.0 / 50.0 / 100.0 |" in md
     assert "judged by a test judge" in md and "synthetic held-out seed 1" in md
     assert "| Memory-SFT | 5 | 2 | 0 | 1 | 3 | 7/9 |" in md
+    assert "| 60.0 ± 24.5 | 4 (official 5) |" in md
 
 
 def test_memsearcher_rows_recompute_em_f1_per_agent(tmp_path):
@@ -80,8 +85,11 @@ def _mr1_predictions(d, ems):
     d.mkdir()
     with open(d / "predictions.jsonl", "w") as f:
         for i, em in enumerate(ems):
-            f.write(json.dumps({"uid": f"c/{i}", "scores": {"em": em, "f1": em}}) + "\n")
-        f.write(json.dumps({"uid": "c/adv", "scores": {}}) + "\n")  # category 5: not compared
+            row = {"uid": f"c/{i}", "category": 1, "scores": {"em": em, "f1": em}}
+            f.write(json.dumps(row) + "\n")
+        # category 5: not compared (its zero EM and F1 are not the Mem0 protocol's)
+        adversarial = {"uid": "c/adv", "category": 5, "scores": {"em": 0.0, "f1": 0.0}}
+        f.write(json.dumps(adversarial) + "\n")
     return d
 
 
