@@ -56,7 +56,7 @@ class CallCache:
         if saved.get("fingerprint") != self.fingerprint(chunk) or (
             len(call.texts) != len(chunk) or not all(isinstance(t, str) for t in call.texts)
         ):
-            print(f"calls: {path} does not hold this call's completions; calling again")
+            print(f"calls: {path} does not hold this call's completions; calling again", flush=True)
             return None
         return call
 
