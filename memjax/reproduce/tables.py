@@ -68,8 +68,8 @@ def memory_r1_row(label: str, stage_dir: Path) -> dict:
 
 def _mem0_scored(predictions: list[dict]) -> list[dict]:
     """The questions the Mem0 protocol scores: not the adversarial ones (category 5, no gold
-    answer), whose zero F1 / BLEU-1 / EM the predictions carry but only the official protocol's
-    F1 (which scores them by abstention) counts."""
+    answer), which only the official protocol's F1 scores (by abstention). The evaluation writes
+    no Mem0 scores for them; files written before it did carried zeros, hence the filter."""
     return [p for p in predictions if p.get("category") != ADVERSARIAL]
 
 

@@ -120,7 +120,11 @@ def _scored(examples, outputs, parsed, replies, verdicts):
     results, predictions = [], []
     for i, (e, text, p) in enumerate(zip(examples, outputs, parsed)):
         conv_id, qa_index = e.uid.rsplit("/", 1)
-        scores = dict(mem0_scores(p.answer, e.gold, verdicts.get(i)))
+        # Mem0's protocol does not score category 5 (no gold answer): only the official
+        # score is written for it, so no reader of predictions.jsonl can count zeros there.
+        scores = {}
+        if e.category != ADVERSARIAL:
+            scores.update(mem0_scores(p.answer, e.gold, verdicts.get(i)))
         scores.update(official_scores(p.answer, e.gold or None, e.category))
         results.append(QuestionResult(conv_id, int(qa_index), e.category, scores))
         predictions.append(

@@ -87,3 +87,51 @@ def test_eval_builds_answers_judges_and_reports(tmp_path, monkeypatch):
     again = evaluation.evaluate(config, tmp_path, method="scripted")
     assert again["mem0"].overall.means == mem0.overall.means
     assert (tmp_path / "banks").is_dir() and len(list((tmp_path / "banks").iterdir())) >= 1
+
+
+def test_adversarial_questions_carry_only_the_official_score(tmp_path, monkeypatch):
+    """Category 5 has no gold answer: Mem0's protocol does not score it, so predictions.jsonl
+    holds only its official score (a zero F1 there would be counted by anyone averaging it)."""
+    from memjax.data.synthetic import SyntheticConfig, write_synthetic_locomo
+
+    path = write_synthetic_locomo(
+        tmp_path / "locomo.json", SyntheticConfig(num_conversations=1, seed=3, id_prefix="conv")
+    )
+    data = json.loads(path.read_text())
+    data[0]["qa"].append(
+        {
+            "question": "What did the moon say?",
+            "adversarial_answer": "nothing",
+            "evidence": [],
+            "category": 5,
+        }
+    )
+    path.write_text(json.dumps(data))
+    config = memory_r1_config("scripted", locomo_path=str(path))
+    config.data.conversations = data[0]["sample_id"]
+    config.data.include_adversarial = True
+    roles = {
+        "fact_extraction": helpers.fact_policy,
+        "manager": helpers.add_all_manager,
+        "answer": lambda batch: ["**Answer:** Not mentioned in the conversation"] * len(batch),
+        "judge": _judge,
+    }
+    monkeypatch.setattr(
+        S, "policy_for", lambda config, role, n, b, name=None: TimedPolicy(roles[name or role])
+    )
+    monkeypatch.setattr(S, "load_embedder", lambda config: helpers.BagOfWords())
+    monkeypatch.setattr(
+        evaluation,
+        "load_agent_model",
+        lambda spec: types.SimpleNamespace(tokenizer=helpers.ByteTokenizer()),
+    )
+    out = evaluation.evaluate(config, tmp_path / "eval", method="scripted")
+    rows = [json.loads(line) for line in (tmp_path / "eval/predictions.jsonl").open()]
+    adversarial = [r for r in rows if r["category"] == 5]
+    others = [r for r in rows if r["category"] != 5]
+    assert len(adversarial) == 1 and others
+    # The official protocol credits a refusal on an adversarial question.
+    assert adversarial[0]["scores"] == {"official_f1": 1.0}
+    assert all({"f1", "bleu1", "em", "j", "official_f1"} <= set(r["scores"]) for r in others)
+    assert out["mem0"].excluded == {5: 1} and out["mem0"].overall.count == len(others)
+    assert out["official"].overall.count == len(rows)
