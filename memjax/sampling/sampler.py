@@ -26,10 +26,11 @@ from memjax.models.kv_cache import KVCache
 from memjax.models.params import tree_map_info
 from memjax.parallel import SAMPLING_RULES, named_sharding, normalize_rules
 from memjax.sampling import loop, weights
+from memjax.sampling.chunk import column_chunks
 from memjax.sampling.context import check_continuation, fit_prompts
 from memjax.sampling.padding import bucket_length, cache_length, left_pad, positions_after
 from memjax.sampling.prefix import rest_length, shared_prefix_length
-from memjax.sampling.sampling_params import SamplingParams, compacts
+from memjax.sampling.sampling_params import SamplingParams, compacts, prefill_chunk
 from memjax.sampling.stops import first_stop_string_end, stop_sequences
 
 REASONS = {loop.RUNNING: "max_tokens", loop.EOS: "eos", loop.STOP_STRING: "stop_string"}
@@ -172,7 +173,7 @@ def _run(state: SampleState, chunks, starts, sampling, rng, group_size, pad_to=b
     rules = normalize_rules(state.rules) if state.rules is not None else None
     inputs = (jnp.asarray(tokens), jnp.asarray(mask), jnp.asarray(positions))
     room = length + sampling.max_new_tokens  # cache slots these rows need past the live ones
-    logits, cache = _prefill_rows(state, inputs, room, group_size, rules)
+    logits, cache = _prefill_in_chunks(state, inputs, room, group_size, rules, sampling)
     eos, stops = _stop_arrays(state.eos_ids, state.stop_strings, state.tokenizer)
     first_positions = np.repeat(positions[:, -1] + 1, group_size)
     result = loop.decode(
@@ -192,6 +193,18 @@ def _run(state: SampleState, chunks, starts, sampling, rng, group_size, pad_to=b
         rules=rules,
     )
     return _finish(result, state, sampling)
+
+
+def _prefill_in_chunks(state: SampleState, inputs, room: int, group_size: int, rules, sampling):
+    """`_prefill_rows` over column chunks of `sampling`'s prefill chunk (chunk.py): every chunk but the last goes into the cache without grouping, the last
+    returns the logits and widens the rows into groups."""
+    chunk = prefill_chunk(sampling, jax.default_backend())
+    *leading, last = column_chunks(inputs[0].shape[1], chunk)
+    for piece in leading:
+        _, cache = _prefill_rows(state, [x[:, piece] for x in inputs], room, 1, rules)
+        state = dataclasses.replace(state, cache=cache)
+        room -= piece.stop - piece.start  # slots still needed past the live ones
+    return _prefill_rows(state, [x[:, last] for x in inputs], room, group_size, rules)
 
 
 def _prefill_rows(state: SampleState, inputs, room: int, group_size: int, rules):

@@ -9,6 +9,7 @@ import dataclasses
 WEIGHT_DTYPES = ("auto", "stored", "float32", "bfloat16")
 OVERFLOW_MODES = ("error", "truncate_prompt")
 SHARED_PREFIX = 256  # tokens of common opening worth one prefill of their own
+PREFILL_CHUNK_CPU = 256  # the prefill's column chunk by default on the CPU backend
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +41,14 @@ class SamplingParams:
       Prefill is most of a batched call's time on CPU (SmolLM2, 16 answer-agent prompts of
       ~950 tokens: 30 s of prefill, 9 s for 64 decode steps), and the instructions are half
       of such a prompt. Unsharded batches only (a one-row prefill cannot split over a mesh).
+    - prefill_chunk: prefill prompts longer than this many tokens in column chunks of at most
+      this many (chunk.py); 0 prefills each in one piece. The same attention over the same
+      tokens, so the same completions (up to float rounding), with the prefill's peak memory
+      bounded: its attention scores are [B, heads, chunk, cache] instead of [B, heads, T,
+      cache]. None ("auto") chunks by PREFILL_CHUNK_CPU on the CPU backend, where it was
+      measured (SmolLM2, 16 answer prompts of ~2,050 tokens: peak RSS 10.9 -> 4.7 GB, the call
+      no slower; tools/bench_prefill_chunks.py), and not elsewhere until measured there (the
+      fused attention kernels serve a first prefill only).
     """
 
     temperature: float = 1.0
@@ -51,6 +60,7 @@ class SamplingParams:
     compaction: bool | None = None
     context_overflow: str = "error"
     shared_prefix: int = SHARED_PREFIX
+    prefill_chunk: int | None = None
 
     def __post_init__(self):
         if not self.temperature > 0:
@@ -77,6 +87,11 @@ class SamplingParams:
             raise ValueError(
                 f"SamplingParams.shared_prefix={self.shared_prefix}: must be >= 0 (0 never shares)"
             )
+        if self.prefill_chunk is not None and self.prefill_chunk < 0:
+            raise ValueError(
+                f"SamplingParams.prefill_chunk={self.prefill_chunk}: must be >= 0 "
+                "(0 prefills in one piece, None chooses by backend)"
+            )
 
     def token_choice(self) -> SamplingParams:
         """The same token choice with the run options at their defaults (the jit cache key)."""
@@ -86,6 +101,7 @@ class SamplingParams:
             compaction=None,
             context_overflow="error",
             shared_prefix=SHARED_PREFIX,
+            prefill_chunk=None,
         )
 
 
@@ -94,6 +110,7 @@ RUN_OPTIONS = {
     "compaction": bool,
     "context_overflow": str,
     "shared_prefix": int,
+    "prefill_chunk": int,
 }
 
 
@@ -106,10 +123,17 @@ def compacts(sampling: SamplingParams, backend: str, sharded: bool) -> bool:
     return sampling.compaction
 
 
+def prefill_chunk(sampling: SamplingParams, backend: str) -> int:
+    """Tokens per prefill chunk of a call (0: one piece): as set, or by backend by default."""
+    if sampling.prefill_chunk is None:
+        return PREFILL_CHUNK_CPU if backend == "cpu" else 0
+    return sampling.prefill_chunk
+
+
 def run_options(section) -> dict:
     """The run options a config section sets (`weight_dtype`, `compaction`,
-    `context_overflow`, `shared_prefix`), as SamplingParams keyword arguments; absent ones
-    keep the defaults."""
+    `context_overflow`, `shared_prefix`, `prefill_chunk`), as SamplingParams keyword
+    arguments; absent ones keep the defaults."""
     out = {}
     for name, kind in RUN_OPTIONS.items():
         value = section.get(name)
