@@ -59,8 +59,9 @@ def test_greedy_completions_equal_one_piece_and_a_full_recompute(model):
     assert chunked.state.cache.size == whole.state.cache.size
 
 
-def test_sampled_groups_after_a_shared_opening_draw_the_same_tokens(model):
-    prompts = [OPENING + p for p in PROMPTS]
+@pytest.mark.parametrize("opening", [OPENING, []], ids=["shared_opening", "no_opening"])
+def test_sampled_groups_draw_the_same_tokens(model, opening):
+    prompts = [opening + p for p in PROMPTS]
     sampling = SamplingParams(
         temperature=0.9, top_k=20, max_new_tokens=8, weight_dtype="stored", shared_prefix=128
     )
