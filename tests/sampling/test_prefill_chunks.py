@@ -10,7 +10,7 @@ import pytest
 from memjax.sampling import SamplingParams, continue_, sample
 from memjax.sampling.chunk import column_chunks
 from memjax.sampling.sampling_params import PREFILL_CHUNK_CPU, prefill_chunk, run_options
-from tests.sampling.tiny import greedy_reference, tiny_model
+from tests.sampling.tiny import assert_same_draws, greedy_reference, tiny_model
 
 RNG = np.random.default_rng(11)
 # Lengths 3..150: the short rows are all padding in the first chunks of a 16-token split.
@@ -69,9 +69,7 @@ def test_sampled_groups_draw_the_same_tokens(model, opening):
         model, prompts, sampling, jax.random.key(3), eos_ids=[], group_size=2
     )
     assert chunked.tokens.shape == (6, 8)
-    np.testing.assert_array_equal(chunked.tokens, whole.tokens)
-    np.testing.assert_allclose(chunked.logprobs, whole.logprobs, atol=1e-5)
-    assert chunked.state.history == whole.state.history
+    assert_same_draws(chunked, whole)
 
 
 def test_a_chunked_continuation_continues_as_one_piece(model):
@@ -85,8 +83,7 @@ def test_a_chunked_continuation_continues_as_one_piece(model):
     after_whole = continue_(
         whole.state, tool_outputs, dataclasses.replace(sampling, prefill_chunk=0), key
     )
-    np.testing.assert_array_equal(after_chunked.tokens, after_whole.tokens)
-    np.testing.assert_allclose(after_chunked.logprobs, after_whole.logprobs, atol=1e-5)
+    assert_same_draws(after_chunked, after_whole)
 
 
 def test_a_long_prompt_on_the_cpu_is_prefilled_in_default_chunks(model, monkeypatch):

@@ -15,7 +15,7 @@ from memjax.sampling.prefix import (
     rest_length,
     shared_prefix_length,
 )
-from tests.sampling.tiny import greedy_reference, tiny_model
+from tests.sampling.tiny import assert_same_draws, greedy_reference, tiny_model
 
 RNG = np.random.default_rng(7)
 OPENING = RNG.integers(0, 64, 300).tolist()  # "instructions": 2 whole blocks + 44 tokens
@@ -69,9 +69,7 @@ def test_sampled_groups_draw_the_same_tokens_as_whole_prefills(model):
     # The opening's cache widens into the groups' rows: nothing to donate, nothing warned.
     assert not [w for w in caught if "donated" in str(w.message)]
     assert shared.tokens.shape == (9, 10)
-    np.testing.assert_array_equal(shared.tokens, whole.tokens)
-    np.testing.assert_allclose(shared.logprobs, whole.logprobs, atol=1e-5)
-    assert shared.state.history == whole.state.history
+    assert_same_draws(shared, whole)
 
 
 def test_a_shared_prefill_continues_as_a_whole_one(model):

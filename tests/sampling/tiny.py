@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from memjax.models import decoder
 from memjax.models.config import DecoderConfig
@@ -48,6 +49,14 @@ def reference_logits(params, cfg, tokens: list[int]) -> jnp.ndarray:
     arr = jnp.asarray([list(tokens) + [0] * (width - n)], jnp.int32)
     logits, _ = decoder.jit_forward(params, arr, jnp.arange(width)[None], cfg)
     return logits[0, :n]
+
+
+def assert_same_draws(a, b, atol: float = 1e-5) -> None:
+    """Two SampleOutputs drew the same tokens with the same log-probs (up to float rounding)
+    and hold the same per-row history."""
+    np.testing.assert_array_equal(a.tokens, b.tokens)
+    np.testing.assert_allclose(a.logprobs, b.logprobs, atol=atol)
+    assert a.state.history == b.state.history
 
 
 def greedy_reference(params, cfg, prompt: list[int], n: int) -> list[int]:

@@ -22,6 +22,20 @@ def _judge(batch):
     return out
 
 
+def _use_scripted_models(monkeypatch, roles: dict) -> None:
+    """Every role's policy scripted (`roles` by role name), a bag-of-words embedder and a
+    byte tokenizer: the job runs whole with no model loaded."""
+    monkeypatch.setattr(
+        S, "policy_for", lambda config, role, n, b, name=None: TimedPolicy(roles[name or role])
+    )
+    monkeypatch.setattr(S, "load_embedder", lambda config: helpers.BagOfWords())
+    monkeypatch.setattr(
+        evaluation,
+        "load_agent_model",
+        lambda spec: types.SimpleNamespace(tokenizer=helpers.ByteTokenizer()),
+    )
+
+
 def _oracle_for_single_hop(conversations):
     """Answers single-hop questions with their gold answer and everything else wrongly, so
     every number of the report is known in advance."""
@@ -50,15 +64,7 @@ def test_eval_builds_answers_judges_and_reports(tmp_path, monkeypatch):
         "answer": _oracle_for_single_hop(conversations),
         "judge": _judge,
     }
-    monkeypatch.setattr(
-        S, "policy_for", lambda config, role, n, b, name=None: TimedPolicy(roles[name or role])
-    )
-    monkeypatch.setattr(S, "load_embedder", lambda config: helpers.BagOfWords())
-    monkeypatch.setattr(
-        evaluation,
-        "load_agent_model",
-        lambda spec: types.SimpleNamespace(tokenizer=helpers.ByteTokenizer()),
-    )
+    _use_scripted_models(monkeypatch, roles)
     out = evaluation.evaluate(config, tmp_path, method="scripted")
     mem0, official = out["mem0"], out["official"]
     n = len(out["predictions"])
@@ -116,15 +122,7 @@ def test_adversarial_questions_carry_only_the_official_score(tmp_path, monkeypat
         "answer": lambda batch: ["**Answer:** Not mentioned in the conversation"] * len(batch),
         "judge": _judge,
     }
-    monkeypatch.setattr(
-        S, "policy_for", lambda config, role, n, b, name=None: TimedPolicy(roles[name or role])
-    )
-    monkeypatch.setattr(S, "load_embedder", lambda config: helpers.BagOfWords())
-    monkeypatch.setattr(
-        evaluation,
-        "load_agent_model",
-        lambda spec: types.SimpleNamespace(tokenizer=helpers.ByteTokenizer()),
-    )
+    _use_scripted_models(monkeypatch, roles)
     out = evaluation.evaluate(config, tmp_path / "eval", method="scripted")
     rows = [json.loads(line) for line in (tmp_path / "eval/predictions.jsonl").open()]
     adversarial = [r for r in rows if r["category"] == 5]
