@@ -185,6 +185,7 @@ class Workload:
     logprob_rows: int = 0  # rows of one chunk of the old / reference log-prob pass (0: none)
     prompt_len: int = 0  # the sampler's prefill length (0: no prefill planned)
     group_size: int = 1  # rollouts per prompt: a prefill covers decode_batch / group prompts
+    prefill_chunk: int = 0  # the sampler's prefill columns per call (0: the prompt in one piece)
     donate_state: bool | None = None  # the train steps'; None: the platform's (donates_state)
 
     @property
@@ -353,7 +354,8 @@ def _rollout_working_sets(w: Workload, sampler_layer: int, kv_per_row_slot: int)
     c = jnp.dtype(cfg.dtype).itemsize
     out = {"decode step": 2 * sampler_layer + DECODE_LOGIT_COPIES * rows * cfg.vocab_size * 4}
     if w.prompt_len:
-        P = w.prompt_len
+        # A chunked prefill (memjax/sampling/chunk.py) holds one chunk's columns at a time.
+        P = min(w.prompt_len, w.prefill_chunk) if w.prefill_chunk else w.prompt_len
         prompts = -(-max(1, w.decode_batch // w.group_size) // shards)
         F = cfg.mlp_dim // t if cfg.mlp_dim % t == 0 else cfg.mlp_dim
         slab = prompts * P * (cfg.embed_dim + F) * c
@@ -489,6 +491,8 @@ def workload_from_config(config, **overrides) -> Workload:
         logprob_rows=LOGPROB_ROWS_PER_DEVICE * mesh["data"] * mesh["fsdp"],
         prompt_len=bucket_length(int(rollout.max_prompt_length)),
         group_size=int(_section(rollout, "group_size", 1)),
+        # Unset is the sampler's default off the CPU backend, which this plans for: one piece.
+        prefill_chunk=int(_section(rollout, "prefill_chunk", None) or 0),
     )
     kw.update(overrides)
     return Workload(**kw)

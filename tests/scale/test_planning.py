@@ -107,6 +107,23 @@ def test_fused_attention_and_logprob_pass_terms():
     assert lp.peak == lp.persistent + max(lp.rollout, lp.logprobs, lp.train)
 
 
+def test_a_chunked_prefill_is_planned_at_one_chunk_of_columns():
+    # The prefill's working set holds one chunk's activations, scores and new keys at a time,
+    # against every cache slot: a 16-token prompt in chunks of 4 costs what a 4-token one does.
+    one_piece = planning.plan(tiny_workload(prompt_len=16, seq_len=20))
+    chunked = planning.plan(tiny_workload(prompt_len=16, seq_len=20, prefill_chunk=4))
+    short = planning.plan(tiny_workload(prompt_len=4, seq_len=20))
+    assert chunked.parts["rollout: prefill"] == short.parts["rollout: prefill"]
+    assert chunked.parts["rollout: prefill"] < one_piece.parts["rollout: prefill"]
+    assert chunked.parts["KV cache"] == one_piece.parts["KV cache"]
+    wide = planning.plan(tiny_workload(prompt_len=16, seq_len=20, prefill_chunk=64))
+    assert wide.parts["rollout: prefill"] == one_piece.parts["rollout: prefill"]
+    config = runpy.run_path(str(REPO / "configs" / "grpo_qwen7b.py"))["get_config"]()
+    assert planning.workload_from_config(config).prefill_chunk == 0
+    config.rollout.prefill_chunk = 512
+    assert planning.workload_from_config(config).prefill_chunk == 512
+
+
 def test_a_table_larger_than_every_new_state_buffer_is_counted_apart():
     v5p = hardware.accelerator("TPU-v5p")
     # A TPU step keeps its state (no donation). fsdp 2: the largest trained leaves per device

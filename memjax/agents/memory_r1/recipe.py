@@ -195,6 +195,9 @@ def from_paper_recipe(config: ConfigDict) -> ConfigDict:
     through unchanged."""
     if "construction" in config:
         return config
+    # Here, not at the top: `memjax.sampling` imports JAX, which a config file need not.
+    from memjax.sampling.sampling_params import run_options
+
     train, rollout, agent = config.train, config.rollout, config.agent
     algo = str(train.algorithm)
     out = memory_r1_config(str(config.model.source), algo, str(config.data.locomo))
@@ -221,6 +224,9 @@ def from_paper_recipe(config: ConfigDict) -> ConfigDict:
     rl.sampling.top_p = float(rollout.top_p)
     rl.sampling.top_k = int(rollout.top_k)
     rl.sampling.max_new_tokens = int(rollout.max_response_length)
+    # The sampler's run options (prefill_chunk, weight_dtype, ...) where the rollout sets them:
+    # the memory planner reads them there too.
+    rl.sampling.update(run_options(rollout))
     rl.advantage.epsilon = float(train.advantage_eps)
     rl.checkpoint_every = int(train.save_every_steps)
     rl.num_steps = int(train.num_steps)

@@ -73,3 +73,7 @@ def test_paper_configs_are_consumed_with_the_papers_numbers(name, algo, group):
     assert config.answer_agent.k_per_speaker == 30 and config.snapshots.window == 24
     assert config.construction.related_k == 10 and config.answer_agent.metric == "em"
     assert from_paper_recipe(config) is config  # already in the jobs' schema
+    assert "prefill_chunk" not in rl.sampling  # the sampler's default unless the rollout sets it
+    paper = runpy.run_path(str(ROOT / f"configs/{name}.py"))["get_config"]()
+    paper.rollout.prefill_chunk = 512
+    assert from_paper_recipe(paper).rl.sampling.prefill_chunk == 512
