@@ -15,7 +15,8 @@ with the mesh's axis sizes, exactly as the train step and sampler place them):
                slots (`kv_cache.cache_abstract`, sampling layout) and its [rows, V] f32 logits,
                plus the larger of the prefill's working set (one [r, P, D + F/t] layer slab
                of the r = decode_batch / group prompts per shard, and every layer's new keys
-               and values before they are written) and a decode step's (two layers' weights,
+               and values before they are written; P is `rollout.prefill_chunk` when the
+               sampler prefills in chunks, whose scores over the cache are counted too) and a decode step's (two layers' weights,
                which the layer scan double-buffers, and `DECODE_LOGIT_COPIES` of the logits)
   train        gradient accumulators (param dtype) of the actor or the critic, whichever is
                larger, and the activations of one micro-batch of `train.micro_batch_per_device`
@@ -97,6 +98,11 @@ from memjax.rl.train_step import donates_state
 from memjax.sampling.padding import bucket_length
 
 ATTN_BYTES_PER_SCORE = 6  # f32 scores + bf16 probabilities (XLA fuses the softmax; TPU compile)
+# A prefill chunk's scores over the cache, fitted to the TPU compile of Qwen2.5-3B's chunks
+# (v5p:2x2x1, 4 prompts of 4,096 tokens per chip over 6,144 slots; chunks of 512 tokens: the
+# planner +8% on the compiler's 0.98 GiB, 1,024: -1% on 2.13 GiB; tools/aot_check.py
+# --prefill_chunk).
+CHUNK_BYTES_PER_SCORE = 5
 FUSED_BYTES_PER_QUERY = 16  # a fused kernel's f32 max, log-sum-exp, rowsum(dO * O), spare
 LOGIT_SLABS = 3  # chunk logits, their exponentials, their gradient
 # Gathered [V/t, D] vocabulary tables in compute dtype live in a train step: the embedding
@@ -354,14 +360,17 @@ def _rollout_working_sets(w: Workload, sampler_layer: int, kv_per_row_slot: int)
     c = jnp.dtype(cfg.dtype).itemsize
     out = {"decode step": 2 * sampler_layer + DECODE_LOGIT_COPIES * rows * cfg.vocab_size * 4}
     if w.prompt_len:
-        # A chunked prefill (memjax/sampling/chunk.py) holds one chunk's columns at a time.
-        P = min(w.prompt_len, w.prefill_chunk) if w.prefill_chunk else w.prompt_len
+        # A chunked prefill (memjax/sampling/chunk.py) holds one chunk's columns at a time,
+        # and every chunk after the first runs the cached path, whatever the attention.
+        chunked = 0 < w.prefill_chunk < w.prompt_len
+        P = w.prefill_chunk if chunked else w.prompt_len
         prompts = -(-max(1, w.decode_batch // w.group_size) // shards)
         F = cfg.mlp_dim // t if cfg.mlp_dim % t == 0 else cfg.mlp_dim
         slab = prompts * P * (cfg.embed_dim + F) * c
-        if w.attention == "xla":  # the cached path: scores over every cache slot
+        if w.attention == "xla" or chunked:  # the cached path: scores over every cache slot
             N = cfg.num_heads // t if cfg.num_heads % t == 0 else cfg.num_heads
-            slab += prompts * N * P * w.seq_len * ATTN_BYTES_PER_SCORE
+            per_score = CHUNK_BYTES_PER_SCORE if chunked else ATTN_BYTES_PER_SCORE
+            slab += prompts * N * P * w.seq_len * per_score
         out["prefill"] = slab + prompts * P * kv_per_row_slot
     return out
 
@@ -505,6 +514,7 @@ def workload_overrides(
     mesh: str = "",
     micro_batch_per_device: int = 0,
     decode_batch: int = 0,
+    prefill_chunk: int = 0,
     **cfg_fields,
 ) -> dict:
     """The Workload fields a command line changes (tools/plan_memory.py, tools/aot_check.py);
@@ -532,6 +542,8 @@ def workload_overrides(
         out["micro_batch_per_device"] = micro_batch_per_device
     if decode_batch:
         out["decode_batch"] = decode_batch
+    if prefill_chunk:
+        out["prefill_chunk"] = prefill_chunk
     changes = {k: v for k, v in cfg_fields.items() if v}
     if changes and w.cfg.replace(**changes) != w.cfg:
         out["cfg"] = w.cfg.replace(**changes)

@@ -60,6 +60,9 @@ def _parse(argv):
     p.add_argument("--mesh", default="", help="data,fsdp,tensor (one may be -1)")
     p.add_argument("--micro_batch_per_device", type=int, default=0)
     p.add_argument("--decode_batch", type=int, default=0)
+    p.add_argument(
+        "--prefill_chunk", type=int, default=0, help="the sampler's prefill chunk (tokens)"
+    )
     p.add_argument("--remat", choices=("none", "dots", "full"), default="")
     p.add_argument("--attention", choices=("xla", "splash", "cudnn"), default="")
     p.add_argument(
@@ -95,6 +98,7 @@ def run(args) -> tuple[int, dict]:
             mesh=args.mesh,
             micro_batch_per_device=args.micro_batch_per_device,
             decode_batch=args.decode_batch,
+            prefill_chunk=args.prefill_chunk,
             remat=args.remat,
             attention=args.attention,
         )

@@ -57,6 +57,7 @@ def _overrides(args, config) -> dict:
         mesh=args.mesh,
         micro_batch_per_device=args.micro_batch_per_device,
         decode_batch=args.decode_batch,
+        prefill_chunk=args.prefill_chunk,
         remat=args.remat,
         param_dtype=args.param_dtype,
         lora=lora,
@@ -155,6 +156,9 @@ def main(argv=None) -> int:
     p.add_argument("--tpu", default="", help="a TPU slice, e.g. v5p-16")
     p.add_argument("--micro_batch_per_device", type=int, default=0)
     p.add_argument("--decode_batch", type=int, default=0)
+    p.add_argument(
+        "--prefill_chunk", type=int, default=0, help="the sampler's prefill chunk (tokens)"
+    )
     p.add_argument("--remat", choices=("none", "dots", "full"), default="")
     p.add_argument("--lora_rank", type=int, default=0, help="plan with LoRA adapters of rank r")
     p.add_argument("--lora_targets", default="", help="with --lora_rank: e.g. q,v (default all)")

@@ -389,6 +389,9 @@ def _sampler_shapes(t: _Target) -> _SamplerShapes:
 
 def _sampler_prefill(t: _Target) -> Program:
     job, s = t.job, _sampler_shapes(t)
+    chunk = job.workload.prefill_chunk
+    if chunk and s.prompt > chunk:
+        return _sampler_prefill_chunk(t, s, chunk)
     rows_sh = named_sharding(t.mesh, t.sampling_rules, ("batch", "seq"), (s.prompts, s.prompt))
     tok = jax.ShapeDtypeStruct((s.prompts, s.prompt), jnp.int32, sharding=rows_sh)
     msk = jax.ShapeDtypeStruct((s.prompts, s.prompt), jnp.bool_, sharding=rows_sh)
@@ -412,6 +415,31 @@ def _sampler_prefill(t: _Target) -> Program:
             "outputs": kv + t.parts["decode logits"],
             "temporaries": t.parts["rollout: prefill"],
         },
+        t.persistent - weights,
+        flops,
+        flops,
+        weights + kv,
+    )
+
+
+def _sampler_prefill_chunk(t: _Target, s: _SamplerShapes, chunk: int) -> Program:
+    """A chunked prefill's steady program (memjax/sampling/chunk.py): `chunk` more columns of
+    every prompt appended to the prompts' cache (donated), attending over every slot (the XLA
+    cached path, whatever the attention: only a first prefill runs a fused kernel)."""
+    job = t.job
+    rows_sh = named_sharding(t.mesh, t.sampling_rules, ("batch", "seq"), (s.prompts, chunk))
+    tok = jax.ShapeDtypeStruct((s.prompts, chunk), jnp.int32, sharding=rows_sh)
+    msk = jax.ShapeDtypeStruct((s.prompts, chunk), jnp.bool_, sharding=rows_sh)
+    weights = t.parts["sampler weights"]
+    # The prompts' rows of the cache, before the last chunk widens them into groups.
+    kv = t.parts["KV cache"] * s.prompts // max(s.prompts, job.workload.decode_batch)
+    flops = forward_flops(job.cfg, s.prompts, chunk, s.prompt / 2) / t.devices
+    return Program(
+        "sampler_prefill",
+        loop.prefill,
+        (s.params, tok, msk, tok, _decode_cache(t, s.prompts, s.slots)),
+        dict(cfg=job.cfg, mesh=t.mesh, rules=t.sampling_rules),
+        {"arguments": weights + kv, "temporaries": t.parts["rollout: prefill"]},
         t.persistent - weights,
         flops,
         flops,

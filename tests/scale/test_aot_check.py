@@ -167,6 +167,29 @@ def test_every_program_of_a_job_lowers_on_cpu_devices(algorithm):
         assert p.model_flops > 0 and p.planner["arguments"] > 0, p.name
 
 
+def test_a_chunked_prefill_compiles_its_chunk_program_and_plans_less():
+    from memjax.aot import programs, targets
+    from memjax.parallel import make_mesh
+    from memjax.sampling import loop
+
+    job = _small_job(2)  # the Qwen2.5-3B recipe's prompts: 4,096 tokens
+    job = dataclasses.replace(
+        job, workload=dataclasses.replace(job.workload, prompt_len=job.prompt_len)
+    )
+    mesh = make_mesh(job.workload.mesh, list(targets.cpu_target(2, job.workload.hardware).devices))
+    whole = {p.name: p for p in programs.job_programs(job, mesh)}["sampler_prefill"]
+    w = dataclasses.replace(job.workload, prefill_chunk=128)
+    chunked = {
+        p.name: p for p in programs.job_programs(dataclasses.replace(job, workload=w), mesh)
+    }["sampler_prefill"]
+    assert whole.fn is loop.prefill_new and chunked.fn is loop.prefill
+    assert whole.args[1].shape[1] == 4096 and chunked.args[1].shape[1] == 128
+    assert chunked.args[4].k.shape[3] == whole.kwargs["cache_size"]  # the same cache slots
+    assert chunked.planner["temporaries"] < whole.planner["temporaries"]
+    compiled = chunked.lower().compile()  # donates the cache, as the sampler does
+    assert compiled.memory_analysis().temp_size_in_bytes > 0
+
+
 def test_collectives_are_read_from_hlo_text():
     from memjax.aot import analysis
 

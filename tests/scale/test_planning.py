@@ -109,15 +109,29 @@ def test_fused_attention_and_logprob_pass_terms():
 
 def test_a_chunked_prefill_is_planned_at_one_chunk_of_columns():
     # The prefill's working set holds one chunk's activations, scores and new keys at a time,
-    # against every cache slot: a 16-token prompt in chunks of 4 costs what a 4-token one does.
+    # against every cache slot: a 16-token prompt in chunks of 4 costs what a 4-token one does,
+    # its scores (2 prompts per shard: 4 / group 1 / 2 shards, x N/t 2 x 4 x 20 slots) at the
+    # chunk's fitted bytes.
+    scores = 2 * 2 * 4 * 20
     one_piece = planning.plan(tiny_workload(prompt_len=16, seq_len=20))
     chunked = planning.plan(tiny_workload(prompt_len=16, seq_len=20, prefill_chunk=4))
     short = planning.plan(tiny_workload(prompt_len=4, seq_len=20))
-    assert chunked.parts["rollout: prefill"] == short.parts["rollout: prefill"]
+    per_score = planning.ATTN_BYTES_PER_SCORE - planning.CHUNK_BYTES_PER_SCORE
+    assert chunked.parts["rollout: prefill"] == short.parts["rollout: prefill"] - scores * per_score
     assert chunked.parts["rollout: prefill"] < one_piece.parts["rollout: prefill"]
     assert chunked.parts["KV cache"] == one_piece.parts["KV cache"]
     wide = planning.plan(tiny_workload(prompt_len=16, seq_len=20, prefill_chunk=64))
     assert wide.parts["rollout: prefill"] == one_piece.parts["rollout: prefill"]
+    # A fused kernel serves a first prefill only: the chunks after it pay the cached path's
+    # scores, which a fused one-piece prefill does not.
+    fused = dict(cfg=TINY.replace(attention="splash"), seq_len=20)
+    fused_chunked = planning.plan(tiny_workload(prompt_len=16, prefill_chunk=4, **fused))
+    fused_short = planning.plan(tiny_workload(prompt_len=4, **fused))
+    chunk_scores = scores * planning.CHUNK_BYTES_PER_SCORE
+    assert (
+        fused_chunked.parts["rollout: prefill"]
+        == fused_short.parts["rollout: prefill"] + chunk_scores
+    )
     config = runpy.run_path(str(REPO / "configs" / "grpo_qwen7b.py"))["get_config"]()
     assert planning.workload_from_config(config).prefill_chunk == 0
     config.rollout.prefill_chunk = 512
