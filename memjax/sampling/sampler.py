@@ -196,8 +196,9 @@ def _run(state: SampleState, chunks, starts, sampling, rng, group_size, pad_to=b
 
 
 def _prefill_in_chunks(state: SampleState, inputs, room: int, group_size: int, rules, sampling):
-    """`_prefill_rows` over column chunks of `sampling`'s prefill chunk (chunk.py): every chunk but the last goes into the cache without grouping, the last
-    returns the logits and widens the rows into groups."""
+    """`_prefill_rows` over column chunks of `sampling`'s prefill chunk (chunk.py): every
+    chunk but the last goes into the cache without grouping; the last returns the logits and
+    widens the rows into groups."""
     chunk = prefill_chunk(sampling, jax.default_backend())
     *leading, last = column_chunks(inputs[0].shape[1], chunk)
     for piece in leading:
