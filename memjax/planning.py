@@ -16,8 +16,9 @@ with the mesh's axis sizes, exactly as the train step and sampler place them):
                plus the larger of the prefill's working set (one [r, P, D + F/t] layer slab
                of the r = decode_batch / group prompts per shard, and every layer's new keys
                and values before they are written; P is `rollout.prefill_chunk` when the
-               sampler prefills in chunks, whose scores over the cache are counted too) and a decode step's (two layers' weights,
-               which the layer scan double-buffers, and `DECODE_LOGIT_COPIES` of the logits)
+               sampler prefills in chunks, whose scores over the cache are counted too) and a
+               decode step's (two layers' weights, which the layer scan double-buffers, and
+               `DECODE_LOGIT_COPIES` of the logits)
   train        gradient accumulators (param dtype) of the actor or the critic, whichever is
                larger, and the activations of one micro-batch of `train.micro_batch_per_device`
                rows of prompt + response tokens under the remat policy (b = that times the
