@@ -6,9 +6,9 @@ scores per layer, which is what a batched call's memory peaks on: 16 SmolLM2 ans
 chunks of C tokens, the same tokens go into the same cache slots at the same positions, a
 chunk at a time (the first into a fresh cache, the rest appended by `loop.prefill`), so each
 chunk's queries see exactly the keys they saw in one piece and the scores peak at
-[B, K, G, C, S + C]. A row that has not started
-yet in some chunk (all padding there) writes only invalid slots, which no later query reads.
-Only the last chunk's logits are used: every row is right-aligned, so its last token is there.
+[B, K, G, C, S + C]. A row that has not started yet in some chunk (all padding there) writes
+only invalid slots, which no later query reads. Only the last chunk's logits are used: every
+row is right-aligned, so its last token is there.
 
 Chunks are cut from the right, so all but the first are exactly C tokens long: one program per
 (chunk, cache) shape, whatever the prompt bucket.

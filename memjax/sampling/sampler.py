@@ -171,7 +171,7 @@ def _run(state: SampleState, chunks, starts, sampling, rng, group_size, pad_to=b
     tokens, mask = left_pad(chunks, length, state.pad_id)
     positions = positions_after(mask, np.asarray(starts))
     rules = normalize_rules(state.rules) if state.rules is not None else None
-    inputs = (jnp.asarray(tokens), jnp.asarray(mask), jnp.asarray(positions))
+    inputs = (tokens, mask, positions)  # host arrays: each chunk is cut before it is sent
     room = length + sampling.max_new_tokens  # cache slots these rows need past the live ones
     logits, cache = _prefill_in_chunks(state, inputs, room, group_size, rules, sampling)
     eos, stops = _stop_arrays(state.eos_ids, state.stop_strings, state.tokenizer)
@@ -196,16 +196,18 @@ def _run(state: SampleState, chunks, starts, sampling, rng, group_size, pad_to=b
 
 
 def _prefill_in_chunks(state: SampleState, inputs, room: int, group_size: int, rules, sampling):
-    """`_prefill_rows` over column chunks of `sampling`'s prefill chunk (chunk.py): every
-    chunk but the last goes into the cache without grouping; the last returns the logits and
-    widens the rows into groups."""
+    """`_prefill_rows` over column chunks (`sampling`'s prefill chunk, chunk.py) of the host
+    arrays `inputs` (tokens, mask, positions), each chunk sent to the device as it is cut:
+    every chunk but the last goes into the cache without grouping; the last returns the
+    logits and widens the rows into groups."""
     chunk = prefill_chunk(sampling, jax.default_backend())
     *leading, last = column_chunks(inputs[0].shape[1], chunk)
+    columns = lambda piece: [jnp.asarray(x[:, piece]) for x in inputs]
     for piece in leading:
-        _, cache = _prefill_rows(state, [x[:, piece] for x in inputs], room, 1, rules)
+        _, cache = _prefill_rows(state, columns(piece), room, 1, rules)
         state = dataclasses.replace(state, cache=cache)
         room -= piece.stop - piece.start  # slots still needed past the live ones
-    return _prefill_rows(state, [x[:, last] for x in inputs], room, group_size, rules)
+    return _prefill_rows(state, columns(last), room, group_size, rules)
 
 
 def _prefill_rows(state: SampleState, inputs, room: int, group_size: int, rules):
