@@ -143,11 +143,11 @@ def test_the_cpu_plan_names_only_real_fields_and_chains_sft_into_rl_and_eval():
     assert len(set(names)) == len(names)
     by_name = {s.name: s for s in stages}
     assert "model.source={ms_sft}" in by_name["ms_grpo_s1"].overrides
-    # MemSearcher's cold start repeats the contexts that stop to answer (README, SFT E).
+    # MemSearcher's cold start repeats the contexts that stop to answer (docs/results.md, SFT E).
     assert "data.oversample=That is all the question needs" in by_name["ms_sft"].overrides
     assert "data.oversample_times=2" in by_name["ms_sft"].overrides
     assert "eval.agents=memsearcher,react" in by_name["ms_eval_sft"].overrides
-    # The manager's cold start sees the rare DELETE decisions three times (README, SFT B).
+    # The manager's cold start sees the rare DELETE decisions three times (docs/results.md, SFT B).
     assert 'data.oversample="event": "DELETE"' in by_name["mr1_sft"].overrides
     assert "data.oversample_times=3" in by_name["mr1_sft"].overrides
     assert "model.source={ms_grpo_s1}/policy" in by_name["ms_eval_grpo_s1"].overrides
@@ -155,7 +155,7 @@ def test_the_cpu_plan_names_only_real_fields_and_chains_sft_into_rl_and_eval():
     # The RL manager manages the facts the SFT model extracts, in training and in evaluation.
     for name in ("mr1_grpo_s0_answer", "mr1_eval_grpo_s0_manager", "mr1_eval_grpo_s0"):
         assert "facts.source={mr1_sft}" in by_name[name].overrides
-    # The answer agent's own GRPO recipe (README): on-policy at temperature 1.0; the manager's
+    # The answer agent's own GRPO recipe (docs/results.md): on-policy at temperature 1.0; the manager's
     # stays at 0.7 with the trainer's old log-probs.
     answer, manager = (
         by_name["mr1_grpo_s0_answer"].overrides,
