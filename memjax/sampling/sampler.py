@@ -202,7 +202,10 @@ def _prefill_in_chunks(state: SampleState, inputs, room: int, group_size: int, r
     logits and widens the rows into groups."""
     chunk = prefill_chunk(sampling, jax.default_backend())
     *leading, last = column_chunks(inputs[0].shape[1], chunk)
-    columns = lambda piece: [jnp.asarray(x[:, piece]) for x in inputs]
+
+    def columns(piece: slice) -> list:
+        return [jnp.asarray(x[:, piece]) for x in inputs]
+
     for piece in leading:
         _, cache = _prefill_rows(state, columns(piece), room, 1, rules)
         state = dataclasses.replace(state, cache=cache)
