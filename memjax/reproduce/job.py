@@ -112,16 +112,17 @@ def build_report(stages: list[Stage], runner: StageRunner, judge: str) -> dict:
     curves = _curves(done, runner)
     walls = {s.name: (finished[s.name] or {}).get("wall_s") for s in stages}
     paired = _against_sft(done, runner)
-    one_part = _one_part_apart(done, runner)
+    one_part = {kind: _one_part_apart(done, runner, kind) for kind in ONE_PART_APART}
     parts = ["# Reproduction", ""]
     if mr1:
         parts += ["## Memory-R1 (Table 1 shape)", "", tables.memory_r1_markdown(mr1, judge)]
         parts += [tables.paired_markdown(paired["memory_r1"])]
-        parts += [tables.paired_markdown(one_part)]
+        parts += [tables.paired_markdown(one_part["memory_r1"])]
     if locomo:
         parts += ["## Memory-R1 on LoCoMo, model-built banks", ""]
         parts += [tables.memory_r1_markdown(locomo, judge)]
         parts += [tables.paired_markdown(paired["memory_r1_locomo"])]
+        parts += [tables.paired_markdown(one_part["memory_r1_locomo"])]
     if ms:
         parts += ["## MemSearcher", "", tables.memsearcher_markdown(ms)]
         parts += [tables.paired_markdown(paired["memsearcher"])]
@@ -180,11 +181,15 @@ def _against_sft(done: list[Stage], runner: StageRunner) -> dict[str, list[dict]
     return out
 
 
-def _one_part_apart(done: list[Stage], runner: StageRunner) -> list[dict]:
-    """Each finished Memory-R1 RL evaluation minus the one it differs from in a single part,
-    over the same banks: both agents trained against the trained manager with the SFT answer
-    agent (the answer agent's RL alone); without distillation against with it."""
-    by_name = {s.name: s for s in done if s.report == EVAL_REPORTS["memory_r1"]}
+# The Memory-R1 papers whose rows are also held against the row one part away from them.
+ONE_PART_APART = ("memory_r1", "memory_r1_locomo")
+
+
+def _one_part_apart(done: list[Stage], runner: StageRunner, paper: str) -> list[dict]:
+    """Each finished Memory-R1 RL evaluation of `paper` minus the one it differs from in a
+    single part, over the same banks: both agents trained against the trained manager with the
+    SFT answer agent (the answer agent's RL alone); without distillation against with it."""
+    by_name = {s.name: s for s in done if s.report == EVAL_REPORTS[paper]}
     rows = []
     for name, stage in by_name.items():
         if name.endswith("_manager") or not _is_rl(name):
@@ -192,7 +197,7 @@ def _one_part_apart(done: list[Stage], runner: StageRunner) -> list[dict]:
         ablated = name.endswith("_no_distill")
         reference = by_name.get(name.removesuffix("_no_distill") if ablated else name + "_manager")
         if reference is not None:
-            scores = tables.memory_r1_scores
+            scores = SCORES[paper]
             rows += tables.paired_rows(
                 (_label(reference), scores(runner.workdir(reference.name))),
                 [(_label(stage), scores(runner.workdir(name)))],

@@ -165,13 +165,14 @@ def test_every_stage_of_both_papers_runs_chains_and_reports(tiny_model, tmp_path
     assert [r["label"] for r in paired["memory_r1"]] == labels[3:]
     assert [r["label"] for r in paired["memsearcher"]] == ["GRPO (seed 0)"]
     # The trained answer agent against the SFT one over the same trained manager's banks.
-    [answer_rl] = report["one_part_apart"]
+    [answer_rl] = report["one_part_apart"]["memory_r1"]
     assert (answer_rl["label"], answer_rl["reference"]) == (labels[4], labels[3])
     assert all(r["em"]["n"] == 2 for r in paired["memsearcher"])
     markdown = (root / "reproduction.md").read_text()
     assert "## Memory-R1 (Table 1 shape)" in markdown and "## MemSearcher" in markdown
-    # each paper against its SFT row; the trained answer agent against the same banks' SFT one
-    assert markdown.count("Against ") == 4 and "## Training curves" in markdown
+    # each paper against its SFT row (LoCoMo's too); the trained answer agent against the same
+    # banks' SFT one, on the synthetic conversations and on LoCoMo
+    assert markdown.count("Against ") == 5 and "## Training curves" in markdown
     assert f"Against {labels[3]}, on the questions both scored" in markdown
 
     # LoCoMo test conversations: Memory-SFT and the RL models, banks built by the models; the
@@ -189,6 +190,13 @@ def test_every_stage_of_both_papers_runs_chains_and_reports(tiny_model, tmp_path
     assert "banks: built none" in (root / "mr1_locomo_grpo_s0" / LOG_FILE).read_text()
     assert len(list((root / "banks" / "facts" / "locomo-0").glob("*.json"))) == 1
     assert [r["label"] for r in paired["memory_r1_locomo"]] == [r["label"] for r in locomo[1:]]
+    # ... and the trained answer agent against the SFT one over the RL manager's LoCoMo banks
+    [locomo_answer_rl] = report["one_part_apart"]["memory_r1_locomo"]
+    assert (locomo_answer_rl["label"], locomo_answer_rl["reference"]) == (
+        locomo[2]["label"],
+        locomo[1]["label"],
+    )
+    assert f"Against {locomo[1]['label']}, on the questions both scored" in markdown
     assert "## Memory-R1 on LoCoMo, model-built banks" in markdown
 
     capsys.readouterr()
