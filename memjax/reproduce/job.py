@@ -181,7 +181,8 @@ def _against_sft(done: list[Stage], runner: StageRunner) -> dict[str, list[dict]
     return out
 
 
-# The Memory-R1 papers whose rows are also held against the row one part away from them.
+# The Memory-R1 reports (synthetic conversations, LoCoMo) whose RL rows are also held against
+# the row one part away from them.
 ONE_PART_APART = ("memory_r1", "memory_r1_locomo")
 
 
