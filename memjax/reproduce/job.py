@@ -191,6 +191,7 @@ def _one_part_apart(done: list[Stage], runner: StageRunner, paper: str) -> list[
     single part, over the same banks: both agents trained against the trained manager with the
     SFT answer agent (the answer agent's RL alone); without distillation against with it."""
     by_name = {s.name: s for s in done if s.report == EVAL_REPORTS[paper]}
+    scores = SCORES[paper]
     rows = []
     for name, stage in by_name.items():
         if name.endswith("_manager") or not _is_rl(name):
@@ -198,7 +199,6 @@ def _one_part_apart(done: list[Stage], runner: StageRunner, paper: str) -> list[
         ablated = name.endswith("_no_distill")
         reference = by_name.get(name.removesuffix("_no_distill") if ablated else name + "_manager")
         if reference is not None:
-            scores = SCORES[paper]
             rows += tables.paired_rows(
                 (_label(reference), scores(runner.workdir(reference.name))),
                 [(_label(stage), scores(runner.workdir(name)))],
