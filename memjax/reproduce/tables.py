@@ -57,6 +57,9 @@ def memory_r1_row(label: str, stage_dir: Path) -> dict:
         "overall": {m: {"mean": v[0], "se": v[1], "n": v[2]} for m, v in overall.items()},
         "operations": {op: construction.get(f"manager_op_{op}", 0) for op in OPS},
         "rejected": sum(v for k, v in construction.items() if k.startswith("manager_rejected_")),
+        # of those, entries with no event or one outside ADD/UPDATE/DELETE/NONE: Mem0's own loop
+        # skips them without a word, so they change the bank no differently from a NONE
+        "rejected_no_event": construction.get("manager_rejected_unknown_event", 0),
         "manager_turns_well_formed": [
             construction.get("manager_turns_well_formed", 0),
             construction.get("manager_turns", 0),
@@ -87,13 +90,15 @@ def memory_r1_markdown(rows: list[dict], judge: str) -> str:
         cells += [_pm(o["f1"]), _pct(o["bleu1"]["mean"]), _pct(o["j"]["mean"]), _pm(o["em"])]
         cells += [_pm(o["official_f1"]), _counts(o["f1"]["n"], o["official_f1"]["n"])]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "| method | ADD | UPDATE | DELETE | NONE | rejected | well-formed turns |"]
+    head = "| method | ADD | UPDATE | DELETE | NONE | rejected (of which no event) | well-formed turns |"
+    lines += ["", head]
     lines += ["|---|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         ops = row["operations"]
         well, turns = row["manager_turns_well_formed"]
         counts = " | ".join(str(ops[o]) for o in OPS)
-        lines.append(f"| {row['label']} | {counts} | {row['rejected']} | {well}/{turns} |")
+        rejected = f"{row['rejected']} ({row.get('rejected_no_event', 0)})"
+        lines.append(f"| {row['label']} | {counts} | {rejected} | {well}/{turns} |")
     lines += ["", "| method | memory tokens per conversation |", "|---|---:|"]
     lines += [f"| {r['label']} | {r['mean_memory_tokens']:.0f} |" for r in rows]
     lines += ["", "| method | judged correct with no answer written |", "|---|---:|"]

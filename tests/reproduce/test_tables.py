@@ -19,7 +19,7 @@ def _mr1_stage(d):
         {"name": "overall", "category": None, "count": 4, "means": {"f1": 0.5, "bleu1": 0.5, "j": 1, "em": 0.5}},
     ]  # fmt: skip
     counters = {"construction": {"manager_op_add": 5, "manager_op_update": 2, "manager_op_none": 1,
-                "manager_rejected_unknown_id": 2, "manager_rejected_bad_json": 1,
+                "manager_rejected_unknown_id": 2, "manager_rejected_unknown_event": 1,
                 "manager_turns": 9, "manager_turns_well_formed": 7}}  # fmt: skip
     mem0 = {"split": SPLIT, "rows": rows, "counters": counters, "mean_memory_tokens": 120.0}
     official = {"split": SPLIT, "rows": [{"name": "overall", "means": {"official_f1": 0.4}}]}
@@ -46,12 +46,13 @@ def test_memory_r1_row_standard_errors_counts_and_judge_check(tmp_path):
     official = row["overall"]["official_f1"]  # category 5 counts in the official protocol
     assert official["n"] == 5 and official["mean"] == pytest.approx(3 / 5)
     assert row["operations"] == {"add": 5, "update": 2, "delete": 0, "none": 1}
-    assert row["rejected"] == 3 and row["manager_turns_well_formed"] == [7, 9]
+    assert row["rejected"] == 3 and row["rejected_no_event"] == 1
+    assert row["manager_turns_well_formed"] == [7, 9]
     assert row["judge_on_no_answer"] == [1, 1]
     md = T.memory_r1_markdown([row], "a test judge")
     assert "| Memory-SFT | 50.0 / 50.0 / 100.0 |" in md
     assert "judged by a test judge" in md and "synthetic held-out seed 1" in md
-    assert "| Memory-SFT | 5 | 2 | 0 | 1 | 3 | 7/9 |" in md
+    assert "| Memory-SFT | 5 | 2 | 0 | 1 | 3 (1) | 7/9 |" in md
     assert "| 60.0 ± 24.5 | 4 (official 5) |" in md
 
 
