@@ -97,7 +97,7 @@ def memory_r1_markdown(rows: list[dict], judge: str) -> str:
         ops = row["operations"]
         well, turns = row["manager_turns_well_formed"]
         counts = " | ".join(str(ops[o]) for o in OPS)
-        rejected = f"{row['rejected']} ({row.get('rejected_no_event', 0)})"
+        rejected = f"{row['rejected']} ({row['rejected_no_event']})"
         lines.append(f"| {row['label']} | {counts} | {rejected} | {well}/{turns} |")
     lines += ["", "| method | memory tokens per conversation |", "|---|---:|"]
     lines += [f"| {r['label']} | {r['mean_memory_tokens']:.0f} |" for r in rows]
