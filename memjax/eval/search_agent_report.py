@@ -11,7 +11,13 @@ from memjax.agents.episode import EpisodeResult
 from memjax.agents.transcript import ChatFormat, turn_token_counts
 from memjax.data.splits import SplitSummary
 from memjax.eval import behaviour_report, qa_report, token_report
-from memjax.eval.qa_metrics import DatasetScore, Prediction, score_by_dataset
+from memjax.eval.qa_metrics import (
+    DatasetScore,
+    Prediction,
+    em_score,
+    f1_score,
+    score_by_dataset,
+)
 
 
 @dataclass(frozen=True)
@@ -63,3 +69,18 @@ def write(
     paths["behaviour_markdown"].write_text(behaviour_report.to_markdown(report.behaviour))
     paths["behaviour_json"].write_text(behaviour_report.to_json(report.behaviour))
     return paths
+
+
+def question_scores(rows: Sequence[dict], agent: str = "memsearcher") -> dict[str, dict]:
+    """question -> EM, F1 and format validity (0 or 1) of one agent's episodes, from the rows of
+    a `memsearcher.eval` predictions.jsonl (one per agent and question): what a paired
+    comparison of two evaluations of the same questions holds side by side."""
+    return {
+        row["question"]: {
+            "em": em_score(row["answer"], row["golden_answers"]),
+            "f1": f1_score(row["answer"], row["golden_answers"]),
+            "format_valid": float(bool(row.get("format_valid"))),
+        }
+        for row in rows
+        if row["agent"] == agent
+    }

@@ -17,6 +17,7 @@ from pathlib import Path
 from memjax.data.categories import ADVERSARIAL
 from memjax.eval.paired import mean_se, paired_difference
 from memjax.eval.qa_metrics import em_score, f1_score
+from memjax.eval.search_agent_report import question_scores
 
 CATEGORIES = ("single-hop", "multi-hop", "open-domain", "temporal", "overall")
 MEM0_METRICS = ("f1", "bleu1", "j", "em")
@@ -175,15 +176,8 @@ def memory_r1_scores(stage_dir: Path) -> dict[str, dict[str, float]]:
 
 
 def memsearcher_scores(stage_dir: Path, agent: str = "memsearcher") -> dict[str, dict]:
-    """question -> EM and F1 of one agent's episodes (a question is asked once per agent)."""
-    return {
-        p["question"]: {
-            "em": em_score(p["answer"], p["golden_answers"]),
-            "f1": f1_score(p["answer"], p["golden_answers"]),
-        }
-        for p in read_jsonl(stage_dir / "eval" / "predictions.jsonl")
-        if p["agent"] == agent
-    }
+    """question -> EM, F1 and format validity of one agent's episodes (asked once per agent)."""
+    return question_scores(read_jsonl(stage_dir / "eval" / "predictions.jsonl"), agent)
 
 
 def paired_rows(reference: tuple[str, dict], others: list[tuple[str, dict]]) -> list[dict]:

@@ -39,10 +39,15 @@ def _write(path: Path, rows):
             f.write(json.dumps({"uid": uid, "scores": {"em": em, "f1": em}}) + "\n")
 
 
-def test_the_tool_compares_two_eval_workdirs(tmp_path, capsys):
+def _tool():
     spec = importlib.util.spec_from_file_location("compare_predictions", _TOOL)
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
+    return tool
+
+
+def test_the_tool_compares_two_eval_workdirs(tmp_path, capsys):
+    tool = _tool()
     _write(tmp_path / "sft", [("q1", 0.0), ("q2", 1.0), ("q3", 0.0)])
     _write(tmp_path / "rl", [("q1", 1.0), ("q2", 1.0), ("q3", 1.0)])
     assert tool.main([str(tmp_path / "sft"), str(tmp_path / "rl")]) == 0
@@ -54,4 +59,51 @@ def test_the_tool_compares_two_eval_workdirs(tmp_path, capsys):
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "predictions.jsonl").write_text('{"answer": "x"}\n')
     assert tool.main([str(tmp_path / "sft"), str(tmp_path / "bad")]) == 2
-    assert "predictions.jsonl:1: a prediction needs 'uid' and 'scores'" in capsys.readouterr().err
+    assert (
+        "predictions.jsonl:1: a prediction needs 'uid' and 'scores' (memory_r1.eval)"
+        in capsys.readouterr().err
+    )
+
+
+def _episode(agent, question, answer, valid=True):
+    return {
+        "agent": agent,
+        "dataset": "hotpotqa",
+        "question": question,
+        "golden_answers": ["Paris"],
+        "answer": answer,
+        "format_valid": valid,
+    }
+
+
+def _write_search_eval(path: Path, episodes):
+    (path / "eval").mkdir(parents=True)
+    with open(path / "eval" / "predictions.jsonl", "w") as f:
+        for e in episodes:
+            f.write(json.dumps(e) + "\n")
+
+
+def test_the_tool_compares_one_search_agent_question_by_question(tmp_path, capsys):
+    tool = _tool()
+    # SFT: q1 wrong and unboxed, q2 right; ReAct's episodes beside them must not count.
+    _write_search_eval(
+        tmp_path / "sft",
+        [
+            _episode("memsearcher", "q1?", None, valid=False),
+            _episode("memsearcher", "q2?", "Paris"),
+            _episode("react", "q1?", "Paris"),
+        ],
+    )
+    _write_search_eval(
+        tmp_path / "grpo",
+        [_episode("memsearcher", "q1?", "paris"), _episode("memsearcher", "q2?", "Lyon")],
+    )
+    sft, grpo = str(tmp_path / "sft"), str(tmp_path / "grpo")
+    assert tool.main([sft, grpo]) == 0
+    em = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert (em["n"], em["gained"], em["lost"], em["mean"]) == (2, 1, 1, 0.0)
+    assert tool.main([sft, grpo, "--metric", "format_valid"]) == 0
+    valid = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert (valid["gained"], valid["lost"], valid["mean"]) == (1, 0, 0.5)
+    assert tool.main([sft, grpo, "--agent", "react"]) == 2  # GRPO's run has no ReAct episode
+    assert "share no scored question" in capsys.readouterr().err
