@@ -65,8 +65,7 @@ def main(argv=None) -> int:
     )
     args = p.parse_args(argv)
 
-    from memjax.eval.paired import paired_difference
-    from memjax.reproduce.tables import mean_se
+    from memjax.eval.paired import mean_se, paired_difference
 
     try:
         before, after = (
