@@ -58,7 +58,7 @@ demo: setup
 
 # Both papers, base -> SFT -> GRPO, on held-out data (configs/reproduce_cpu.py); resumable.
 reproduce: setup
-	$(PY) -m memjax.launch --config=configs/reproduce_cpu.py --workdir=$${WORKDIR:-/tmp/memjax_reproduce}
+	$(PY) -m memjax.launch --config=configs/reproduce_cpu.py --workdir=$${WORKDIR:-/tmp/memjax_reproduce} $(ARGS)
 
 bench: setup
 	$(PY) tools/bench_forward.py
