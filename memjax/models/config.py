@@ -56,6 +56,10 @@ class DecoderConfig:
     compute_dtype: str = "float32"
     remat: str = "none"  # "none" | "full" | "dots" (save matmul outputs only)
     attention: str = ""  # "xla" | "splash" | "cudnn"; "" = by platform (fused_attention.py)
+    # The XLA attention's query block (decoder.causal_attention): each block of this many
+    # queries scores only the keys up to its end, skipping the causal mask's upper triangle
+    # (about half the scores at long T). 0 scores the whole square in one piece.
+    attention_query_block: int = 256
     # Low-rank adapters (memjax.models.lora): the forward applies those a parameter tree carries,
     # at this config's scale; the base tree and its checkpoints are the same with or without.
     lora: LoraConfig | None = None
@@ -76,6 +80,8 @@ class DecoderConfig:
                 raise ConfigError(f"{field}={getattr(self, field)!r}; choose from {list(_DTYPES)}")
         if self.remat not in ("none", "full", "dots"):
             raise ConfigError(f"remat={self.remat!r}; choose from none, full, dots")
+        if self.attention_query_block < 0:
+            raise ConfigError(f"attention_query_block={self.attention_query_block}; must be >= 0")
         if self.attention not in ("", "xla", "splash", "cudnn"):
             raise ConfigError(
                 f"attention={self.attention!r}; choose from xla, splash, cudnn ('' = by platform)"

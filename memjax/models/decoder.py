@@ -94,7 +94,46 @@ def attention(q, k, v, mask, cfg: DecoderConfig, mesh: Mesh | None = None, rules
         return fused_attention.splash_attention(q, k, v, mask[:, -1, :], mesh=mesh, rules=rules)
     if implementation == "cudnn":
         return fused_attention.cudnn_attention(q, k, v, mask[:, -1, :])
-    return xla_attention(q, k, v, mask)
+    return causal_attention(q, k, v, mask, cfg.attention_query_block)
+
+
+def causal_attention(q, k, v, mask, query_block: int) -> jax.Array:
+    """`xla_attention` for causal self-attention, one block of queries at a time.
+
+    q: [B, T, N, Hd]; k, v: [B, T, K, Hd]; mask: [B, T, T], causal (nothing above the
+    diagonal). Returns [B, T, N, Hd]. Queries [a, b) see no key at or past b, so their block
+    scores keys [0, b) only: ~(C + 1) / 2C of the square for C blocks. On CPU (2 cores,
+    SmolLM2's 9 heads) the forward + backward ran 1.4-2.3x faster at T = 512-2048 with
+    blocks of 64-256 queries. Each block is exact: the keys it skips were masked (probability
+    0). A padding query (a fully masked row) averages the values of its block's keys instead
+    of all T; nothing reads a padding position's output.
+    """
+    if query_block <= 0 or q.shape[1] <= query_block:
+        return xla_attention(q, k, v, mask)
+    q = _grouped_queries(q, k.shape[2])  # [B, K, G, T, Hd]
+    k, v = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)  # [B, K, T, Hd]
+    return _merged_heads(_causal_blocks(q, k, v, mask, query_block))
+
+
+def _causal_blocks(q, k, v, mask, query_block: int, prefix=None) -> jax.Array:
+    """q: [B, K, G, T, Hd] (pre-scaled); k, v: [B, K, T, Hd]; mask: [B, T, T], causal.
+    prefix: None, or (k_old, v_old, old_valid) ([B, K, S, Hd] twice and [B, S]): keys that
+    come before the T tokens, which every query may see (`cached_attention`'s cache).
+    Returns [B, K, G, T, Hd]: each block of queries over the prefix and the keys up to its
+    end, through `_attention_core` (whose backward keeps no scores)."""
+    B, T = mask.shape[:2]
+    outs = []
+    for start in range(0, T, query_block):
+        end = min(start + query_block, T)
+        keys, values, seen = k[:, :, :end], v[:, :, :end], mask[:, start:end, :end]
+        if prefix is not None:
+            k_old, v_old, old_valid = prefix
+            keys = jnp.concatenate([k_old, keys.astype(k_old.dtype)], axis=2)  # [B, K, S+end, Hd]
+            values = jnp.concatenate([v_old, values.astype(v_old.dtype)], axis=2)
+            old_seen = jnp.broadcast_to(old_valid[:, None, :], (B, end - start, old_valid.shape[1]))
+            seen = jnp.concatenate([old_seen, seen], axis=2)  # [B, end - start, S + end]
+        outs.append(_attention_core(q[:, :, :, start:end], keys, values, seen))
+    return jnp.concatenate(outs, axis=3)
 
 
 def xla_attention(q, k, v, mask) -> jax.Array:
@@ -173,7 +212,9 @@ def _attention_core_bwd(residuals, d_out):
 _attention_core.defvjp(_attention_core_fwd, _attention_core_bwd)
 
 
-def cached_attention(q, k_new, v_new, new_mask, k_old, v_old, old_valid) -> jax.Array:
+def cached_attention(
+    q, k_new, v_new, new_mask, k_old, v_old, old_valid, query_block: int = 0
+) -> jax.Array:
     """Attention of T new queries over S cached slots plus the T new keys themselves.
 
     q: [B, T, N, Hd]; k_new, v_new: [B, K, T, Hd]; new_mask: [B, T, T] (causal, not padding);
@@ -185,8 +226,15 @@ def cached_attention(q, k_new, v_new, new_mask, k_old, v_old, old_valid) -> jax.
     cheap: the new keys are written into the cache once per step after the layers, instead of
     each layer updating (and XLA copying) the cache buffer. Einsum orders are chosen so XLA on
     CPU reads the cache as stored, without transposed copies.
+
+    With T > query_block > 0 (a training row's remainder after its shared prompt), the new
+    tokens attend by query blocks as in `causal_attention`, each block over the whole cache
+    and the new keys up to its end.
     """
     q = _grouped_queries(q, k_new.shape[1])  # [B, K, G, T, Hd]
+    if 0 < query_block < q.shape[3]:
+        prefix = (k_old, v_old, old_valid)
+        return _merged_heads(_causal_blocks(q, k_new, v_new, new_mask, query_block, prefix))
     s_old = jnp.einsum("bkgth,bksh->bkgts", q, k_old, preferred_element_type=jnp.float32)
     s_new = jnp.einsum("bkgth,bksh->bkgts", q, k_new, preferred_element_type=jnp.float32)
     s_old = jnp.where(old_valid[:, None, None, None, :], s_old, _MASKED)  # [B, K, G, T, S]
@@ -239,7 +287,7 @@ def _layer(x, layer, cos, sin, mask, cache_kv, cache_valid, cfg, mesh, rules):
             attn = attention_over_cache(q, ck, cv, mask)
             new_kv = (ck, cv)
         else:
-            attn = cached_attention(q, k, v, mask, ck, cv, cache_valid)
+            attn = cached_attention(q, k, v, mask, ck, cv, cache_valid, cfg.attention_query_block)
             new_kv = (k, v)
     else:
         attn = attention(q, k, v, mask, cfg, mesh, rules)

@@ -111,6 +111,28 @@ def test_a_shared_prompt_step_is_the_plain_step(params, micro_batches, empty_row
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
+def test_query_blocks_leave_the_plain_and_the_shared_prompt_step_unchanged(params):
+    """Attention by query blocks of 8 (decoder.causal_attention over whole rows, and
+    cached_attention over the shared prompt's keys) gives the one-piece plain step."""
+    jax.config.update("jax_default_matmul_precision", "highest")
+    batch = _grpo_batch()
+    shared, _ = shared_prompt.share_prompts(batch, 3, granularity=8, minimum=8)
+    assert shared["tokens"].shape[1] > 8  # the remainders span several blocks
+    opt = optax.sgd(0.5)
+    one_piece, blocks = CFG.replace(attention_query_block=0), CFG.replace(attention_query_block=8)
+    results = []
+    for cfg, b in ((one_piece, batch), (blocks, batch), (blocks, shared)):
+        step = train_step.policy_train_step(cfg, LOSS, opt, vocab_chunk=16, num_micro_batches=3)
+        state = train_step.init_train_state(jax.tree.map(jnp.copy, params), opt)
+        results.append(step(state, b))
+    (one_state, one), *blocked = results
+    for state, metrics in blocked:
+        for k in one:
+            np.testing.assert_allclose(metrics[k], one[k], rtol=2e-4, atol=1e-6, err_msg=k)
+        for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(one_state.params)):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
 def test_shared_prompt_log_probs_are_the_plain_ones(params):
     jax.config.update("jax_default_matmul_precision", "highest")
     batch = _grpo_batch(groups=4)  # 16 rows: 4 chunks of 4 rows, one group each
