@@ -102,11 +102,11 @@ def causal_attention(q, k, v, mask, query_block: int) -> jax.Array:
 
     q: [B, T, N, Hd]; k, v: [B, T, K, Hd]; mask: [B, T, T], causal (nothing above the
     diagonal). Returns [B, T, N, Hd]. Queries [a, b) see no key at or past b, so their block
-    scores keys [0, b) only: ~(C + 1) / 2C of the square for C blocks. On CPU (2 cores,
-    SmolLM2's 9 heads) the forward + backward ran 1.4-2.3x faster at T = 512-2048 with
-    blocks of 64-256 queries. Each block is exact: the keys it skips were masked (probability
-    0). A padding query (a fully masked row) averages the values of its block's keys instead
-    of all T; nothing reads a padding position's output.
+    scores keys [0, b) only: ~(C + 1) / 2C of the square for C blocks (a SmolLM2 GRPO step
+    over 4 rows of 1,536 tokens ran 1.21x faster on 2 cores: tools/bench_causal_blocks.py).
+    Each block is exact: the keys it skips were masked (probability 0). A padding query (a
+    fully masked row) averages the values of its block's keys instead of all T; nothing reads
+    a padding position's output.
     """
     if query_block <= 0 or q.shape[1] <= query_block:
         return xla_attention(q, k, v, mask)
@@ -363,6 +363,7 @@ def forward_hidden(
     mesh: Mesh | None = None,
     rules=None,
     fresh_cache: bool = False,
+    read_only_cache: bool = False,
 ) -> tuple[jax.Array, KVCache | None]:
     """Final-norm hidden states [B, T, D] and the updated cache.
 
@@ -378,6 +379,11 @@ def forward_hidden(
     `fresh_cache` says the cache holds nothing yet (a first prefill): the tokens then attend
     among themselves through `cfg.attention`'s implementation, as in training, and are written
     into the cache afterwards (no scores over the cache's empty slots).
+
+    `read_only_cache` (a stacked cache, not a fresh one): the tokens attend to its valid slots
+    and to each other, are not written, and the cache comes back as it was. A training row's
+    remainder over a shared prompt's keys (`memjax.models.shared_prefix`) needs no slots of
+    its own, so its cache holds the prompt alone and no query scores T empty slots.
     """
     B, T = tokens.shape
     if token_mask is None:
@@ -400,8 +406,9 @@ def forward_hidden(
         return _fresh_prefill(
             params, x, layers, layer_fn, cos, sin, mask, cache, token_mask, cfg, mesh, rules
         )
+    write = not read_only_cache
     x, new_cache = _append_to_cache(
-        x, layers, layer_fn, cos, sin, mask, cache, token_mask, cfg, mesh, rules
+        x, layers, layer_fn, cos, sin, mask, cache, token_mask, cfg, mesh, rules, write
     )
     return rms_norm(x, params["final_norm"], cfg.rms_norm_eps), new_cache
 
@@ -421,14 +428,19 @@ def _through_layers(x, layers, layer_fn, cos, sin, mask, cfg, mesh, rules) -> ja
     return x
 
 
-def _append_to_cache(x, layers, layer_fn, cos, sin, mask, cache, token_mask, cfg, mesh, rules):
+def _append_to_cache(
+    x, layers, layer_fn, cos, sin, mask, cache, token_mask, cfg, mesh, rules, write=True
+):
     """The layers over a live cache: the T new tokens attend to its valid slots and to each
-    other, and are written at [cache.index, cache.index + T). Returns (x, the new cache)."""
+    other, and are written at [cache.index, cache.index + T) (unless `write` is False).
+    Returns (x, the new cache)."""
     T = x.shape[1]
     # Old slots at or beyond the write index are never attended (they may hold stale entries).
     old_valid = cache.valid & (jnp.arange(cache.size)[None, :] < cache.index)  # [B, S]
     unrolled = isinstance(layers, (list, tuple))
     if unrolled and cache.per_layer:
+        if not write:
+            raise ValueError("a per-layer cache is written by its layers; it cannot be read-only")
         # Per-layer buffers: write each layer's new slots first, then attend over the updated
         # buffer. The update is the buffer's first use, so XLA does it in place (a read before
         # the write would make it copy the buffer to protect the read).
@@ -459,6 +471,8 @@ def _append_to_cache(x, layers, layer_fn, cos, sin, mask, cache, token_mask, cfg
         cache_k = jnp.stack(cache.k) if cache.per_layer else cache.k
         cache_v = jnp.stack(cache.v) if cache.per_layer else cache.v
         x, (new_k, new_v) = jax.lax.scan(body, x, (layers, cache_k, cache_v))
+    if not write:
+        return x, cache
     return x, write_cache(cache, new_k, new_v, token_mask)
 
 

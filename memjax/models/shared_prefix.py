@@ -75,7 +75,7 @@ def prefix_predictors(
     real = prefix != PREFIX_PAD  # [1, P]
     n = jnp.sum(real, dtype=jnp.int32)  # the prefix's own length
     positions = jnp.arange(P, dtype=jnp.int32)[None]  # [1, P]
-    cache = init_cache(cfg, 1, P + L)
+    cache = init_cache(cfg, 1, P)  # the prefix's slots only: the remainder just reads them
     prefix_hidden, cache = decoder.forward_hidden(
         params,
         jnp.where(real, prefix, 0),
@@ -95,6 +95,7 @@ def prefix_predictors(
         cfg,
         token_mask=token_mask,
         cache=cache,
+        read_only_cache=True,
         mesh=mesh,
         rules=rules,
     )  # [B, L, D]
