@@ -12,13 +12,11 @@ import pytest
 from memjax.models import decoder
 from memjax.models.config import ConfigError, DecoderConfig
 from memjax.models.params import init_params
-
-
-def _token_mask(B: int, T: int) -> jnp.ndarray:
-    m = np.ones((B, T), bool)
-    m[0::2, : T // 4] = False  # left padding
-    m[1::2, T - T // 3 :] = False  # right padding
-    return jnp.asarray(m)
+from tests.models.test_fused_attention import (
+    _token_mask,
+    assert_same_attention,
+    assert_same_decoder_runs,
+)
 
 
 @pytest.mark.parametrize("query_block", [7, 16])
@@ -34,13 +32,7 @@ def test_blocks_equal_the_whole_square(query_block):
 
     whole = lambda q, k, v: decoder.xla_attention(q, k, v, mask)
     blocks = lambda q, k, v: decoder.causal_attention(q, k, v, mask, query_block)
-    real = token_mask[:, :, None, None]
-    np.testing.assert_allclose(
-        jnp.where(real, blocks(q, k, v), 0), jnp.where(real, whole(q, k, v), 0), atol=1e-5
-    )
-    grad = lambda f: jax.jit(jax.grad(lambda q, k, v: (f(q, k, v) * w).sum(), (0, 1, 2)))
-    for ours, ref in zip(grad(blocks)(q, k, v), grad(whole)(q, k, v)):
-        np.testing.assert_allclose(ours, ref, atol=1e-5)
+    assert_same_attention(blocks, whole, (q, k, v), token_mask, w)
 
 
 def test_blocks_after_a_cache_equal_one_piece():
@@ -62,12 +54,7 @@ def test_blocks_after_a_cache_equal_one_piece():
         return lambda *a: decoder.cached_attention(*a[:3], new_mask, *a[3:], old_valid, block)
 
     args = (q, k_new, v_new, k_old, v_old)
-    real = token_mask[:, :, None, None]
-    ours, ref = attend(query_block)(*args), attend(0)(*args)
-    np.testing.assert_allclose(jnp.where(real, ours, 0), jnp.where(real, ref, 0), atol=1e-5)
-    grad = lambda f: jax.jit(jax.grad(lambda *a: (f(*a) * w).sum(), tuple(range(5))))
-    for ours, ref in zip(grad(attend(query_block))(*args), grad(attend(0))(*args)):
-        np.testing.assert_allclose(ours, ref, atol=1e-5)
+    assert_same_attention(attend(query_block), attend(0), args, token_mask, w)
 
 
 def test_decoder_logits_and_gradients_do_not_depend_on_the_block():
@@ -88,15 +75,9 @@ def test_decoder_logits_and_gradients_do_not_depend_on_the_block():
         return jnp.where(token_mask, logp, 0).sum(), logits
 
     run = jax.jit(jax.value_and_grad(loss, has_aux=True), static_argnums=1)
-    (l_one, logits_one), g_one = run(params, cfg.replace(attention_query_block=0))
-    (l_blk, logits_blk), g_blk = run(params, cfg.replace(attention_query_block=8))
-    real = token_mask[:, :, None]
-    np.testing.assert_allclose(
-        jnp.where(real, logits_blk, 0), jnp.where(real, logits_one, 0), atol=1e-5
-    )
-    np.testing.assert_allclose(l_blk, l_one, rtol=1e-6)
-    for a, b in zip(jax.tree.leaves(g_blk), jax.tree.leaves(g_one)):
-        np.testing.assert_allclose(a, b, atol=1e-5)
+    blocks = run(params, cfg.replace(attention_query_block=8))
+    one_piece = run(params, cfg.replace(attention_query_block=0))
+    assert_same_decoder_runs(blocks, one_piece, token_mask)
 
 
 def test_a_negative_block_is_a_config_error():
