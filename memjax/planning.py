@@ -24,13 +24,17 @@ with the mesh's axis sizes, exactly as the train step and sampler place them):
                rows of prompt + response tokens under the remat policy (b = that times the
                tensor axis: the rows of a micro-batch are split over data x fsdp only):
                  saved   per layer: the residual input [b, T, D] (remat full); plus every
-                         matmul output (remat dots); everything (remat none)
+                         matmul output (remat dots); everything (remat none), where
+                         attention keeps a few f32 statistics per query [b, N/t, T] and no
+                         scores (every implementation's backward rebuilds them)
                  layer   the working set of the layer being recomputed: its dense
                          intermediates and attention's own: with the XLA implementation the
-                         scores [b, N/t, T, T] (f32 scores and bf16 probabilities: 6 bytes
-                         each, as the TPU compiler keeps them), with a fused kernel (splash, cuDNN) a few f32 statistics
-                         per query [b, N/t, T] (the implementation: `model.attention`, or the
-                         hardware's default: splash on TPU, cuDNN on GPU)
+                         scores [b, N/t, Q, T] of one block of Q queries
+                         (`DecoderConfig.attention_query_block`, or Q = T in one piece; f32 scores
+                         and bf16 probabilities: 6 bytes each, as the TPU compiler keeps
+                         them), with a fused kernel (splash, cuDNN) the statistics per query
+                         (the implementation: `model.attention`, or the hardware's default:
+                         splash on TPU, cuDNN on GPU)
                  weights one layer's fsdp-gathered weights (and their gradient) in compute dtype
                  logits  the vocab-chunked log-prob slab [b, T, chunk] f32 (x3: logits, exp,
                          gradient) and `VOCAB_TABLE_COPIES` gathered vocabulary tables
@@ -48,7 +52,7 @@ with the mesh's axis sizes, exactly as the train step and sampler place them):
   log-probs    the old / reference log-prob pass over a chunk of `logprob_rows` rows (r per
                data x fsdp shard; `logprobs.make_logprob_fn` walks a step's rows in such
                chunks): one layer's forward slab [r, T, D + F/t] (plus the XLA path's f32
-               scores), the log-prob slab [r, T, chunk] f32 and the gathered [V/t, D] tables
+               scores of one query block), the log-prob slab [r, T, chunk] f32 and the gathered [V/t, D] tables
 
 With LoRA (`config.lora.rank` > 0, cfg.lora): the base is frozen in param_dtype (it may be
 bf16: it is never updated), the adapters (their own dtype) and their AdamW moments are the only
@@ -257,6 +261,13 @@ class MemoryPlan:
         return "\n".join(lines)
 
 
+def scored_queries(cfg: DecoderConfig, T: int) -> int:
+    """Queries whose f32 scores the XLA attention holds at once over a row of T tokens: one
+    block of `cfg.attention_query_block` (decoder.causal_attention), or all T in one piece."""
+    block = cfg.attention_query_block
+    return block if 0 < block < T else T
+
+
 def _activation_parts(w: Workload) -> dict[str, int]:
     cfg, T = w.cfg, w.seq_len
     # A micro-batch has micro_batch_per_device x devices rows (as the recipes size it), split
@@ -284,16 +295,21 @@ def _activation_parts(w: Workload) -> dict[str, int]:
     # The rest of a layer: two RMSNorm outputs and the residual sum [b,T,D], RoPE'd q and k,
     # attention output [b,T,N,Hd], silu(gate) and the gated product [b,T,F].
     others = b * T * (3 * D + split(N) * H * 2 + split(K) * H + 2 * split(F)) * c
+    # Neither implementation keeps scores across layers: a fused kernel's backward rebuilds
+    # them, and so does the XLA one's (decoder._attention_core); both keep a few f32
+    # statistics per query. While a layer runs, the XLA one holds one query block's scores
+    # against every key.
+    statistics = b * split(N) * T * FUSED_BYTES_PER_QUERY
     if w.attention == "xla":
-        scores = b * split(N) * T * T * ATTN_BYTES_PER_SCORE
+        scores = b * split(N) * scored_queries(cfg, T) * T * ATTN_BYTES_PER_SCORE
     else:
-        scores = b * split(N) * T * FUSED_BYTES_PER_QUERY
+        scores = statistics
     if cfg.remat == "full":
         saved = L * residual
     elif cfg.remat == "dots":
         saved = L * (residual + dots)
     else:
-        saved = L * (residual + dots + others + scores)
+        saved = L * (residual + dots + others + statistics)
     layer = dots + others + scores
     layer_params = sum(
         int(np.prod(a.shape[1:]))
@@ -344,7 +360,7 @@ def _logprob_pass(w: Workload) -> int:
     N = cfg.num_heads // t if cfg.num_heads % t == 0 else cfg.num_heads
     layer = r * T * (cfg.embed_dim + F) * c
     if w.attention == "xla":
-        layer += r * N * T * T * 4
+        layer += r * N * scored_queries(cfg, T) * T * 4
     slab = r * T * min(w.vocab_chunk, cfg.vocab_size) * 4 // t
     # The embedding table gathered for the lookup and again for the unembedding (compute
     # dtype), and an f32 copy: fitted to the TPU compile of the chunked pass (3B: 3.14 GiB).

@@ -107,6 +107,32 @@ def test_fused_attention_and_logprob_pass_terms():
     assert lp.peak == lp.persistent + max(lp.rollout, lp.logprobs, lp.train)
 
 
+def test_xla_attention_is_planned_at_one_query_block():
+    # Blocks of 2 queries over T=4: one layer holds b1 * N/t 2 * 2 * 4 scores at 6 bytes (96)
+    # in place of the whole square's 192, per row of the 2 a batch shard holds.
+    square = planning.plan(tiny_workload(logprob_rows=8))
+    blocks = planning.plan(tiny_workload(cfg=TINY.replace(attention_query_block=2), logprob_rows=8))
+    layer = "activations: one layer"
+    assert blocks.parts[layer] == square.parts[layer] - 2 * (192 - 96)
+    # The log-prob pass: 4 rows per shard * N/t 2 * 2 queries * 4 keys * 4 bytes (f32).
+    lp = "log-prob pass (a chunk)"
+    assert blocks.parts[lp] == square.parts[lp] - 4 * 2 * (4 - 2) * 4 * 4
+    # A block as long as the row, or longer, is the square.
+    whole = planning.plan(tiny_workload(cfg=TINY.replace(attention_query_block=4)))
+    assert whole.parts[layer] == planning.plan(tiny_workload()).parts[layer]
+    # Nothing recomputed: a layer keeps 16 bytes of statistics per query and no scores, as
+    # the backward rebuilds them (b2 * N/t 2 * T4 * 16 = 256 per layer, L=2), whatever the
+    # block; the matmul outputs and the rest as saved with remat dots and below.
+    none = planning.plan(tiny_workload(cfg=TINY.replace(remat="none")))
+    none_blocks = planning.plan(
+        tiny_workload(cfg=TINY.replace(remat="none", attention_query_block=2))
+    )
+    dots = planning.plan(tiny_workload(cfg=TINY.replace(remat="dots")))
+    saved = "activations: saved"
+    assert none.parts[saved] == dots.parts[saved] + 2 * (2 * 400 + 256)
+    assert none_blocks.parts[saved] == none.parts[saved]
+
+
 def test_a_chunked_prefill_is_planned_at_one_chunk_of_columns():
     # The prefill's working set holds one chunk's activations, scores and new keys at a time,
     # against every cache slot: a 16-token prompt in chunks of 4 costs what a 4-token one does,
