@@ -30,11 +30,11 @@ with the mesh's axis sizes, exactly as the train step and sampler place them):
                  layer   the working set of the layer being recomputed: its dense
                          intermediates and attention's own: with the XLA implementation the
                          scores [b, N/t, Q, T] of one block of Q queries
-                         (`DecoderConfig.attention_query_block`, or Q = T in one piece; f32 scores
-                         and bf16 probabilities: 6 bytes each, as the TPU compiler keeps
-                         them), with a fused kernel (splash, cuDNN) the statistics per query
-                         (the implementation: `model.attention`, or the hardware's default:
-                         splash on TPU, cuDNN on GPU)
+                         (`DecoderConfig.attention_query_block`, or Q = T in one piece;
+                         f32 scores and bf16 probabilities: 6 bytes each, as the TPU
+                         compiler keeps them), with a fused kernel (splash, cuDNN) the
+                         statistics per query (the implementation: `model.attention`, or
+                         the hardware's default: splash on TPU, cuDNN on GPU)
                  weights one layer's fsdp-gathered weights (and their gradient) in compute dtype
                  logits  the vocab-chunked log-prob slab [b, T, chunk] f32 (x3: logits, exp,
                          gradient) and `VOCAB_TABLE_COPIES` gathered vocabulary tables
@@ -52,7 +52,8 @@ with the mesh's axis sizes, exactly as the train step and sampler place them):
   log-probs    the old / reference log-prob pass over a chunk of `logprob_rows` rows (r per
                data x fsdp shard; `logprobs.make_logprob_fn` walks a step's rows in such
                chunks): one layer's forward slab [r, T, D + F/t] (plus the XLA path's f32
-               scores of one query block), the log-prob slab [r, T, chunk] f32 and the gathered [V/t, D] tables
+               scores of one query block), the log-prob slab [r, T, chunk] f32 and the
+               gathered [V/t, D] tables
 
 With LoRA (`config.lora.rank` > 0, cfg.lora): the base is frozen in param_dtype (it may be
 bf16: it is never updated), the adapters (their own dtype) and their AdamW moments are the only
