@@ -84,7 +84,7 @@ import numpy as np
 from memjax import hardware as hw_lib
 from memjax.models import presets
 from memjax.models.config import DecoderConfig
-from memjax.models.decoder import decoder_abstract
+from memjax.models.decoder import decoder_abstract, query_block_size
 from memjax.models.kv_cache import cache_abstract, cache_bytes
 from memjax.models.lora import lora_abstract
 from memjax.models.lora_config import lora_config_from
@@ -262,13 +262,6 @@ class MemoryPlan:
         return "\n".join(lines)
 
 
-def scored_queries(cfg: DecoderConfig, T: int) -> int:
-    """Queries whose f32 scores the XLA attention holds at once over a row of T tokens: one
-    block of `cfg.attention_query_block` (decoder.causal_attention), or all T in one piece."""
-    block = cfg.attention_query_block
-    return block if 0 < block < T else T
-
-
 def _activation_parts(w: Workload) -> dict[str, int]:
     cfg, T = w.cfg, w.seq_len
     # A micro-batch has micro_batch_per_device x devices rows (as the recipes size it), split
@@ -302,7 +295,8 @@ def _activation_parts(w: Workload) -> dict[str, int]:
     # against every key.
     statistics = b * split(N) * T * FUSED_BYTES_PER_QUERY
     if w.attention == "xla":
-        scores = b * split(N) * scored_queries(cfg, T) * T * ATTN_BYTES_PER_SCORE
+        Q = query_block_size(cfg.attention_query_block, T)  # queries scored at once
+        scores = b * split(N) * Q * T * ATTN_BYTES_PER_SCORE
     else:
         scores = statistics
     if cfg.remat == "full":
@@ -361,7 +355,7 @@ def _logprob_pass(w: Workload) -> int:
     N = cfg.num_heads // t if cfg.num_heads % t == 0 else cfg.num_heads
     layer = r * T * (cfg.embed_dim + F) * c
     if w.attention == "xla":
-        layer += r * N * scored_queries(cfg, T) * T * 4
+        layer += r * N * query_block_size(cfg.attention_query_block, T) * T * 4  # f32
     slab = r * T * min(w.vocab_chunk, cfg.vocab_size) * 4 // t
     # The embedding table gathered for the lookup and again for the unembedding (compute
     # dtype), and an f32 copy: fitted to the TPU compile of the chunked pass (3B: 3.14 GiB).

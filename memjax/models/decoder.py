@@ -108,11 +108,17 @@ def causal_attention(q, k, v, mask, query_block: int) -> jax.Array:
     fully masked row) averages the values of its block's keys instead of all T; nothing reads
     a padding position's output.
     """
-    if query_block <= 0 or q.shape[1] <= query_block:
+    if query_block_size(query_block, q.shape[1]) == q.shape[1]:
         return xla_attention(q, k, v, mask)
     q = _grouped_queries(q, k.shape[2])  # [B, K, G, T, Hd]
     k, v = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)  # [B, K, T, Hd]
     return _merged_heads(_causal_blocks(q, k, v, mask, query_block))
+
+
+def query_block_size(query_block: int, T: int) -> int:
+    """Queries per block over T queries: `query_block` when it splits them (> 0 and < T),
+    else T (one piece). The memory planner counts the XLA attention's scores by it."""
+    return query_block if 0 < query_block < T else T
 
 
 def _causal_blocks(q, k, v, mask, query_block: int, prefix=None) -> jax.Array:
@@ -122,12 +128,13 @@ def _causal_blocks(q, k, v, mask, query_block: int, prefix=None) -> jax.Array:
     Returns [B, K, G, T, Hd]: each block of queries over the prefix and the keys up to its
     end, through `_attention_core` (whose backward keeps no scores)."""
     B, T = mask.shape[:2]
+    if prefix is not None:
+        k_old, v_old, old_valid = prefix
     outs = []
     for start in range(0, T, query_block):
         end = min(start + query_block, T)
         keys, values, seen = k[:, :, :end], v[:, :, :end], mask[:, start:end, :end]
         if prefix is not None:
-            k_old, v_old, old_valid = prefix
             keys = jnp.concatenate([k_old, keys.astype(k_old.dtype)], axis=2)  # [B, K, S+end, Hd]
             values = jnp.concatenate([v_old, values.astype(v_old.dtype)], axis=2)
             old_seen = jnp.broadcast_to(old_valid[:, None, :], (B, end - start, old_valid.shape[1]))
@@ -232,7 +239,7 @@ def cached_attention(
     and the new keys up to its end.
     """
     q = _grouped_queries(q, k_new.shape[1])  # [B, K, G, T, Hd]
-    if 0 < query_block < q.shape[3]:
+    if query_block_size(query_block, q.shape[3]) < q.shape[3]:
         prefix = (k_old, v_old, old_valid)
         return _merged_heads(_causal_blocks(q, k_new, v_new, new_mask, query_block, prefix))
     s_old = jnp.einsum("bkgth,bksh->bkgts", q, k_old, preferred_element_type=jnp.float32)
