@@ -22,8 +22,8 @@ LOCOMO = "../shared/data/locomo10.json"
 
 
 def _sft_fields(section: ConfigDict, *, max_seq_len: int, max_per_role: int) -> None:
-    """The SFT stage's fields (memjax.reproduce.pipelines reads them): 40 steps of 8 rows in
-    4 micro-batches at lr 1e-4; a role's fixed instructions (the rows' common prefix of 256
+    """The SFT stage's fields (memjax.experiments.reproduce.pipelines reads them): 40 steps of 8
+    rows in 4 micro-batches at lr 1e-4; a role's fixed instructions (the rows' common prefix of 256
     tokens or more) run once per micro-batch. `sft_oversample` (a regex over the trained text)
     repeats the matching training contexts `sft_oversample_times` times."""
     section.sft_steps = 40

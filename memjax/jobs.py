@@ -24,9 +24,9 @@ JOBS: dict[str, str] = {
     "memory_r1.demo": "memjax.agents.memory_r1.demo:demo_job",
     "memsearcher.train": "memjax.agents.memsearcher.train_job:train_job",
     "memsearcher.eval": "memjax.agents.memsearcher.eval_job:eval_job",
-    "sft.make_data": "memjax.sft.teachers.job:make_data_job",
+    "sft.make_data": "memjax.experiments.teachers.job:make_data_job",
     "sft.train": "memjax.sft.job:train_job",
-    "reproduce.run": "memjax.reproduce.job:reproduce_job",
+    "reproduce.run": "memjax.experiments.reproduce.job:reproduce_job",
 }
 
 

@@ -97,11 +97,10 @@ from memjax.parallel import (
     logical_to_spec,
     normalize_rules,
 )
-from memjax.rl.critic import critic_abstract
-from memjax.rl.logprobs import LOGPROB_ROWS_PER_DEVICE
-from memjax.rl.lora_state import critic_trainable_abstract
-from memjax.rl.train_step import donates_state
+from memjax.rl.critic import critic_abstract, critic_trainable_abstract
 from memjax.sampling.padding import bucket_length
+from memjax.training.logprobs import LOGPROB_ROWS_PER_DEVICE
+from memjax.training.train_step import donates_state
 
 ATTN_BYTES_PER_SCORE = 6  # f32 scores + bf16 probabilities (XLA fuses the softmax; TPU compile)
 # A prefill chunk's scores over the cache, fitted to the TPU compile of Qwen2.5-3B's chunks

@@ -9,7 +9,7 @@ import optax
 import pytest
 
 from memjax.errors import ConfigError
-from memjax.rl import train_step
+from memjax.training import train_step
 from memjax.training.loop import run_loop
 from memjax.training.reporting import CURVES_FILE
 from memjax.training.schedule import LoopConfig

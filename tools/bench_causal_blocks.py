@@ -50,7 +50,7 @@ def _rows(vocab: int, rows: int, seq_len: int, trained: int, shared: int) -> dic
 
 def _batch(args, vocab: int) -> dict:
     from memjax.rl import shared_prompt
-    from memjax.rl.logprobs import position_width, trained_positions
+    from memjax.training.logprobs import position_width, trained_positions
 
     batch = _rows(vocab, args.rows, args.seq_len, args.trained, args.shared)
     batch.update(trained_positions(batch["loss_mask"], position_width(args.trained, args.seq_len)))
@@ -85,9 +85,10 @@ def main(argv=None) -> dict:
     import optax
 
     from memjax.checkpoints import load_model
-    from memjax.rl.logprobs import make_logprob_fn
     from memjax.rl.losses import PolicyLossConfig
-    from memjax.rl.train_step import init_train_state, policy_train_step
+    from memjax.rl.steps import policy_train_step
+    from memjax.training.logprobs import make_logprob_fn
+    from memjax.training.train_step import init_train_state
 
     load_before = load_average()
     model = load_model(args.source, with_tokenizer=False, param_dtype="float32")

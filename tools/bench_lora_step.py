@@ -55,15 +55,16 @@ def _memory(step, state, batch, frozen) -> dict[str, float]:
 
 def bench_train(model, args) -> dict:
     from memjax.models.lora_config import LoraConfig
-    from memjax.rl import lora_state, losses, train_step
-    from memjax.rl.optimizer import OptimizerConfig, make_optimizer
+    from memjax.rl import losses, steps
+    from memjax.training import lora_state, train_step
+    from memjax.training.optimizer import OptimizerConfig, make_optimizer
 
     cfg = model.cfg.replace(lora=LoraConfig(rank=args.rank, alpha=2.0 * args.rank))
     batch = _batch(cfg, args.batch, args.seq)
     opt = make_optimizer(OptimizerConfig(learning_rate=1e-5, max_grad_norm=1.0))
     kw = dict(vocab_chunk=args.chunk, donate=True)
-    full_step = train_step.policy_train_step(cfg, losses.PolicyLossConfig(), opt, **kw)
-    lora_step = train_step.policy_train_step(
+    full_step = steps.policy_train_step(cfg, losses.PolicyLossConfig(), opt, **kw)
+    lora_step = steps.policy_train_step(
         cfg, losses.PolicyLossConfig(), opt, **kw, **lora_state.policy_step_kwargs(cfg)
     )
     base = model.params

@@ -54,8 +54,8 @@ def _group_rows(tokenizer, args) -> list:
 
 
 def _batch(trajs, args, pad_id) -> dict:
-    from memjax.rl.logprobs import position_width, trained_positions
     from memjax.rl.rollout import pack
+    from memjax.training.logprobs import position_width, trained_positions
 
     batch = pack(trajs, args.seq_len, pad_id, args.micro_batches)
     if batch["truncated_rows"]:
@@ -87,10 +87,11 @@ def main(argv=None) -> dict:
     import optax
 
     from memjax.checkpoints import load_model
-    from memjax.rl.logprobs import LOGPROB_ROWS_PER_DEVICE, logprob_chunks, make_logprob_fn
     from memjax.rl.losses import PolicyLossConfig
     from memjax.rl.shared_prompt import SHARED_PROMPT_GRANULARITY, restore_order, share_prompts
-    from memjax.rl.train_step import init_train_state, policy_train_step
+    from memjax.rl.steps import policy_train_step
+    from memjax.training.logprobs import LOGPROB_ROWS_PER_DEVICE, logprob_chunks, make_logprob_fn
+    from memjax.training.train_step import init_train_state
 
     load_before = load_average()
     model = load_model(args.source, param_dtype="float32")

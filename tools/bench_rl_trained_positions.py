@@ -59,9 +59,10 @@ def main(argv=None) -> dict:
     import optax
 
     from memjax.checkpoints import load_model
-    from memjax.rl.logprobs import make_logprob_fn, position_width, trained_positions
     from memjax.rl.losses import PolicyLossConfig
-    from memjax.rl.train_step import init_train_state, policy_train_step
+    from memjax.rl.steps import policy_train_step
+    from memjax.training.logprobs import make_logprob_fn, position_width, trained_positions
+    from memjax.training.train_step import init_train_state
 
     load_before = load_average()
     model = load_model(args.source, param_dtype="float32")

@@ -60,9 +60,9 @@ def main(argv=None) -> dict:
     import optax
 
     from memjax.checkpoints import load_model
-    from memjax.rl.train_step import init_train_state
     from memjax.sft.batches import make_batch
     from memjax.sft.step import sft_train_step
+    from memjax.training.train_step import init_train_state
 
     load_before = load_average()
     model = load_model(args.source, param_dtype="float32")

@@ -29,7 +29,7 @@ from _pairs import alternate, format_summary, load_average
 def _turns(seed: int) -> tuple[list, list]:
     """(speaker, text, session date) of every turn, and every question, of 4 synthetic
     conversations."""
-    from memjax.data.synthetic import SyntheticConfig, generate_conversations
+    from memjax.experiments.synthetic import SyntheticConfig, generate_conversations
 
     turns, questions = [], []
     for conv in generate_conversations(SyntheticConfig(num_conversations=4, seed=seed)):

@@ -4,7 +4,7 @@
 
 Both sides do the same work on the same shapes in f32: a forward pass over [B, T] tokens, per-token
 log-probs of the tokens, the clipped GRPO surrogate (token-mean), backward, clip-by-global-norm and
-AdamW. memjax uses its real train step (`memjax.rl.train_step.policy_train_step`, chunked
+AdamW. memjax uses its real train step (`memjax.training.steps.policy_train_step`, chunked
 log-probs); PyTorch uses `transformers`' LlamaForCausalLM built from the same config. The CPU's
 matmul peak is measured in the same run (the best of JAX and PyTorch on a large f32 GEMM), and the
 achieved FLOP/s uses the model FLOPs (6 x matmul params x tokens + attention).
@@ -62,12 +62,13 @@ def matmul_peak(n: int = 2048, reps: int = 5) -> float:
 
 def memjax_step(model, batch_np, chunk: int, remat: str):
     """memjax's real policy train step, compiled and warmed up; returns a one-step closure."""
-    from memjax.rl import losses, train_step
-    from memjax.rl.optimizer import OptimizerConfig, make_optimizer
+    from memjax.rl import losses, steps
+    from memjax.training import train_step
+    from memjax.training.optimizer import OptimizerConfig, make_optimizer
 
     cfg = model.cfg.replace(remat=remat)
     opt = make_optimizer(OptimizerConfig(learning_rate=1e-6, max_grad_norm=1.0))
-    step = train_step.policy_train_step(
+    step = steps.policy_train_step(
         cfg, losses.PolicyLossConfig(), opt, vocab_chunk=chunk, donate=True
     )
     holder = {"state": train_step.init_train_state(model.params, opt)}

@@ -115,13 +115,14 @@ def train_check(cfg, rows: int, length: int, micro: int, acc) -> dict:
     from memjax.aot.programs import forward_flops
     from memjax.models.decoder import decoder_abstract
     from memjax.models.params import init_params
-    from memjax.rl import losses, train_step
-    from memjax.rl.optimizer import OptimizerConfig, make_optimizer
+    from memjax.rl import losses, steps
+    from memjax.training import train_step
+    from memjax.training.optimizer import OptimizerConfig, make_optimizer
 
     train_cfg = cfg.replace(param_dtype="float32", remat="full")
     params = init_params(decoder_abstract(train_cfg), jax.random.key(0))
     opt = make_optimizer(OptimizerConfig(learning_rate=1e-6, total_steps=100))
-    step = train_step.policy_train_step(
+    step = steps.policy_train_step(
         train_cfg, losses.PolicyLossConfig(), opt, num_micro_batches=micro, donate=True
     )
     key = jax.random.key(3)

@@ -39,10 +39,10 @@ def main(argv=None) -> dict:
 
     from memjax.checkpoints import load_model
     from memjax.errors import DataError
-    from memjax.rl.logprobs import make_logprob_fn
     from memjax.sft.batches import make_batch
     from memjax.sft.rows import role_rows
     from memjax.sft.trajectories import read_trajectories
+    from memjax.training.logprobs import make_logprob_fn
 
     try:
         trajectories = read_trajectories(args.trajectories)

@@ -6,8 +6,8 @@
 
 Arguments are `jax.ShapeDtypeStruct`s carrying the NamedShardings the job gives them (train
 state and batch under the train rules, sampler weights and KV cache under the sampling rules),
-so nothing is allocated. The functions are the job's own: `train_step.policy_train_step` (its
-micro-batch scan and remat), `train_step.critic_train_step`, `logprobs.make_logprob_fn`, and
+so nothing is allocated. The functions are the job's own: `steps.policy_train_step` (its
+micro-batch scan and remat), `steps.critic_train_step`, `logprobs.make_logprob_fn`, and
 the sampler's `loop.prefill_new` / `loop.decode`, called with the arguments the trainer and the
 sampler build (memjax/rl/trainer.py, memjax/sampling/sampler.py).
 """
@@ -30,13 +30,14 @@ from memjax.models.kv_cache import CACHE_AXES, KVCache
 from memjax.models.params import is_info
 from memjax.parallel import named_sharding, normalize_rules, param_shardings
 from memjax.rl import critic as critic_lib
-from memjax.rl import train_step
-from memjax.rl.logprobs import make_logprob_fn
-from memjax.rl.optimizer import make_optimizer
+from memjax.rl import steps
 from memjax.rl.trainer import loss_config, optimizer_config
 from memjax.sampling import loop
 from memjax.sampling.padding import bucket_length, cache_length
 from memjax.sampling.sampling_params import SamplingParams
+from memjax.training import train_step
+from memjax.training.logprobs import make_logprob_fn
+from memjax.training.optimizer import make_optimizer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -275,7 +276,7 @@ def _policy_train_step(t: _Target) -> Program:
     if loss_cfg.kl_coef:
         fields["ref_logp"] = jnp.float32
     batch = abstract_batch(fields, job.rows, w.seq_len, t.mesh, t.train_rules)
-    step = train_step.policy_train_step(
+    step = steps.policy_train_step(
         job.cfg,
         loss_cfg,
         opt,
@@ -314,7 +315,7 @@ def _critic_train_step(t: _Target) -> Program:
         "returns": jnp.float32,
     }
     batch = abstract_batch(fields, job.rows, job.workload.seq_len, t.mesh, t.train_rules)
-    step = train_step.critic_train_step(
+    step = steps.critic_train_step(
         job.cfg,
         opt,
         num_micro_batches=job.num_micro_batches,

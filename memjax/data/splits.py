@@ -14,7 +14,11 @@ from collections.abc import Sequence
 
 from memjax.data.categories import ADVERSARIAL, category_name
 from memjax.data.locomo_types import Conversation
-from memjax.data.synthetic import SyntheticConfig, generate_conversations, generate_track_events
+from memjax.experiments.synthetic import (
+    SyntheticConfig,
+    generate_conversations,
+    generate_track_events,
+)
 
 MEMORY_R1_TRAIN_IDS: tuple[str, ...] = ("conv-26",)
 MEMORY_R1_VALIDATION_IDS: tuple[str, ...] = ("conv-30",)

@@ -93,7 +93,7 @@ def paper_config(
     config.train.num_steps = TRAINING_STEPS  # see memjax.agents.memory_r1.recipe
 
     if algorithm == "ppo":
-        # Field names of memjax.rl.optimizer.OptimizerConfig, as the RL trainer reads them.
+        # Field names of memjax.training.optimizer.OptimizerConfig, as the RL trainer reads them.
         config.critic_optimizer = ConfigDict(
             {
                 "learning_rate": 1e-5,

@@ -1,7 +1,7 @@
 """Config sections both papers' recipes share: the optimizer, the policy loss, LoRA.
 
-Field names match `memjax.rl.optimizer.OptimizerConfig` and `memjax.rl.losses.PolicyLossConfig`,
-so a section unpacks into them directly.
+Field names match `memjax.training.optimizer.OptimizerConfig` and
+`memjax.rl.losses.PolicyLossConfig`, so a section unpacks into them directly.
 """
 
 from ml_collections import ConfigDict

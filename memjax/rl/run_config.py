@@ -18,8 +18,8 @@ from memjax.models.lora_config import LoraConfig, lora_from_section
 from memjax.rl.advantages import SCALINGS, SINGLETON_GROUPS
 from memjax.rl.losses import PolicyLossConfig
 from memjax.rl.minibatches import MODES, MiniBatchConfig
-from memjax.rl.optimizer import OptimizerConfig
 from memjax.sampling.sampling_params import SamplingParams
+from memjax.training.optimizer import OptimizerConfig
 from memjax.training.schedule import LoopConfig
 from memjax.training.sections import as_dict, pick, read_section, require
 from memjax.training.states import optimizer_from

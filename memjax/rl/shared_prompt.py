@@ -4,7 +4,7 @@ Every row of a group opens with the same prompt, and in Memory-R1's answer agent
 is ~1,450 of a row's ~1,550 tokens (the question and 20 retrieved memories; the answer is the
 rest). The policy update, the reference pass and the old log-prob pass would run the decoder
 over G copies of it. Here the rows of a batch are reordered so that each micro-batch (the train
-step's strided split, `memjax.rl.train_step`) or log-prob chunk holds rows that open alike,
+step's strided split, `memjax.training.train_step`) or log-prob chunk holds rows that open alike,
 and every row is cut after the prefix all rows of its micro-batch share, none of it trained:
 the micro-batch runs that prefix once and each row's remainder over its keys and values
 (`memjax.models.shared_prefix`). Rows of different prompts still share their common opening
@@ -127,7 +127,7 @@ def share_prompts(
     """(the batch reordered and each row cut after its chunk's shared prefix, the order [B]).
 
     batch: right-padded rows, "tokens", "token_mask", "loss_mask" [B, T] and any of
-    TOKEN_ALIGNED; "loss_positions" / "loss_valid" [B, K] (`memjax.rl.logprobs.
+    TOKEN_ALIGNED; "loss_positions" / "loss_valid" [B, K] (`memjax.training.logprobs.
     trained_positions`) are moved with the cut. `chunks` must divide B."""
     B = len(batch["tokens"])
     if B % chunks:

@@ -72,7 +72,8 @@ def toy_params(cfg: DecoderConfig, key, stddev: float = INIT_STDDEV) -> dict:
 
 def train_job(config, workdir) -> None:
     """`rl.train` on the toy task; prints one JSON summary line last."""
-    from memjax.rl.trainer import summary_line, train
+    from memjax.rl.trainer import train
+    from memjax.training.reporting import summary_line
 
     if not workdir:
         raise ConfigError("--workdir: rl.train needs a directory (checkpoints, TensorBoard, plots)")

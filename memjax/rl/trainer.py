@@ -17,7 +17,7 @@ The loop around it (resume, logging, evaluation, plots, checkpoints) is `memjax.
 shared with SFT.
 
 With `lora.rank` > 0 the policy trains adapters over the frozen base it was given
-(`memjax.rl.lora_state.FrozenBase`): the KL reference is that base with the adapters off, the
+(`memjax.training.lora_state.FrozenBase`): the KL reference is that base with the adapters off, the
 sampler gets the adapters merged into its copy, the PPO critic trains adapters and its head over
 the same base, checkpoints hold adapters and optimizer state, their run spec a pointer to the base, and the
 result's "params" are the merged weights ("adapters" beside them).
@@ -31,7 +31,6 @@ whitening are taken over all hosts.
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -49,23 +48,24 @@ from memjax.models.lora import lora_abstract
 from memjax.parallel import SAMPLING_RULES, TRAIN_RULES
 from memjax.rl import advantages as adv_lib
 from memjax.rl import critic as critic_lib
-from memjax.rl import host_batches, losses, train_step
-from memjax.rl import lora_state as lora_lib
+from memjax.rl import losses, steps
 from memjax.rl.environment import Environment
-from memjax.rl.logprobs import (
+from memjax.rl.minibatches import pad_plan, padded_size, plan_mini_batches, take_rows
+from memjax.rl.rollout import Completion, pack, run_episodes
+from memjax.rl.run_config import ALGOS, RLRunConfig
+from memjax.rl.shared_prompt import SHARED_PROMPT_GRANULARITY, restore_order, share_prompts
+from memjax.sampling.sampling_params import SamplingParams
+from memjax.training import host_batches
+from memjax.training import lora_state as lora_lib
+from memjax.training.logprobs import (
     LOGPROB_ROWS_PER_DEVICE,
     logprob_chunks,
     make_logprob_fn,
     position_width,
     trained_positions,
 )
-from memjax.rl.minibatches import pad_plan, padded_size, plan_mini_batches, take_rows
-from memjax.rl.optimizer import OptimizerConfig
-from memjax.rl.rollout import Completion, pack, run_episodes
-from memjax.rl.run_config import ALGOS, RLRunConfig
-from memjax.rl.shared_prompt import SHARED_PROMPT_GRANULARITY, restore_order, share_prompts
-from memjax.sampling.sampling_params import SamplingParams
 from memjax.training.loop import model_spec, run_loop
+from memjax.training.optimizer import OptimizerConfig
 from memjax.training.sections import read_section
 from memjax.training.states import build_state, mesh_from, optimizer_from, rows_multiple
 
@@ -202,7 +202,7 @@ class RLTask:
         policy = build_state(trainable, abstract, rc.optimizer, mesh)
         self.states: dict[str, Any] = {"policy": policy.state}
         temperature = rc.sampling.temperature
-        self.policy_step = train_step.policy_train_step(
+        self.policy_step = steps.policy_train_step(
             cfg,
             rc.loss,
             policy.optimizer,
@@ -232,7 +232,7 @@ class RLTask:
             critic_params, critic_lib.critic_abstract(cfg), rc.critic_optimizer, mesh
         )
         self.states["critic"] = critic.state
-        self.critic_step = train_step.critic_train_step(
+        self.critic_step = steps.critic_train_step(
             cfg,
             critic.optimizer,
             value_clip=rc.value_clip,
@@ -249,19 +249,19 @@ class RLTask:
         """Adapters and the value head over a frozen backbone: the policy's base, or the given
         critic's (its head kept)."""
         rc, cfg, mesh, rules = self.rc, self.cfg, self.mesh, self.rules
-        trainable = lora_lib.init_critic_trainable(cfg, jax.random.key(rc.loop.seed + 1))
+        trainable = critic_lib.init_critic_trainable(cfg, jax.random.key(rc.loop.seed + 1))
         if critic_params is None:
-            frozen = lora_lib.critic_backbone_of(self.lora.params)
+            frozen = critic_lib.critic_backbone_of(self.lora.params)
         else:
             frozen = critic_params["backbone"]
             trainable.update(head=critic_params["head"], bias=critic_params["bias"])
-        kwargs = self.lora.critic_kwargs
+        kwargs = critic_lib.critic_step_kwargs(cfg, mesh)
         if kwargs["frozen_shardings"] is not None:
             frozen = jax.device_put(frozen, kwargs["frozen_shardings"])
-        abstract = lora_lib.critic_trainable_abstract(cfg)
+        abstract = critic_lib.critic_trainable_abstract(cfg)
         critic = build_state(trainable, abstract, rc.critic_optimizer, mesh)
         self.states["critic"] = critic.state
-        step = train_step.critic_train_step(
+        step = steps.critic_train_step(
             cfg,
             critic.optimizer,
             value_clip=rc.value_clip,
@@ -273,7 +273,7 @@ class RLTask:
         self.critic_step = self.lora.bind(step, frozen)
         values = jax.jit(
             lambda f, p, t, m: critic_lib.critic_values(
-                lora_lib.compose_critic(f, p), cfg, t, m, mesh=mesh, rules=rules
+                critic_lib.compose_critic(f, p), cfg, t, m, mesh=mesh, rules=rules
             )
         )
         self.value_fn = lambda p, t, m: values(frozen, p, t, m)
@@ -538,30 +538,10 @@ def train(
     return result
 
 
-def summary_line(result: dict, tail: int = 5) -> str:
-    """The one JSON line a recipe prints last."""
-    h = result["history"]
-    key = "reward" if not h or "reward" in h[0] else "loss"
-    out = {
-        f"initial_{key}": round(h[0][key], 4) if h else None,
-        f"final_{key}": round(float(np.mean([r[key] for r in h[-tail:]])), 4) if h else None,
-        "steps": h[-1]["step"] if h else 0,
-        "wall_s": round(result["wall_s"], 1),
-    }
-    if result.get("exported_step", out["steps"]) != out["steps"]:
-        out["exported_step"] = result["exported_step"]  # export_from="best" chose an earlier step
-    if result.get("evals"):
-        last = result["evals"][-1]
-        name = next(k for k in last if k != "step")
-        out[f"eval_{name}"] = round(last[name], 4)
-    return json.dumps(out)
-
-
 __all__ = [
     "train",
     "RLTask",
     "make_generate",
-    "summary_line",
     "loss_config",
     "optimizer_config",
     "example_stream",

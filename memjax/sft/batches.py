@@ -21,8 +21,8 @@ import math
 import numpy as np
 
 from memjax.models.shared_prefix import shared_length
-from memjax.rl.logprobs import trained_positions
 from memjax.sft.rows import Row
+from memjax.training.logprobs import trained_positions
 
 
 def bucket_length(length: int, bucket: int, max_len: int) -> int:

@@ -133,9 +133,9 @@ def data_spec(config_data) -> dict:
 def train_job(config, workdir) -> dict:
     from memjax.checkpoints import load_model
     from memjax.checkpoints.decoder_io import export_hf_decoder
-    from memjax.rl.trainer import summary_line
     from memjax.sft.task import SFTTask
     from memjax.training.loop import run_loop
+    from memjax.training.reporting import summary_line
 
     if not workdir:
         raise ConfigError("--workdir: required for sft.train (checkpoints, curves, weights)")

@@ -3,7 +3,7 @@
     rc = SFTRunConfig.from_section(config.sft, "config.sft")
 
 Loop fields (`memjax.training.schedule.LoopConfig`) sit at the section's top level beside the
-fields below; `optimizer` is a strict sub-section (`memjax.rl.optimizer.OptimizerConfig`).
+fields below; `optimizer` is a strict sub-section (`memjax.training.optimizer.OptimizerConfig`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import dataclasses
 
 from memjax.models.lora_config import LoraConfig, lora_from_section
 from memjax.rl.losses import AGG_MODES
-from memjax.rl.optimizer import OptimizerConfig
+from memjax.training.optimizer import OptimizerConfig
 from memjax.training.schedule import LoopConfig
 from memjax.training.sections import as_dict, pick, read_section, require
 from memjax.training.states import optimizer_from

@@ -4,7 +4,7 @@ step (and optimizer chain) as RL's policy update.
     step = sft_train_step(cfg, optimizer, agg_mode="token-mean", num_micro_batches=2)
     state, metrics = step(state, batch)   # sft.batches.make_batch's arrays
 
-The loss is aggregated with RL's modes (`memjax.rl.losses.AGG_MODES`): the denominator comes from
+The loss is aggregated in the modes RL uses too (`memjax.training.aggregation`): the denominator comes from
 the whole batch's loss mask before the micro-batch scan, so micro-batching does not change the
 gradient. Log-probs are the vocabulary-chunked ones of the RL step, at temperature 1, taken at
 the trained tokens only.
@@ -27,9 +27,9 @@ import jax
 import jax.numpy as jnp
 
 from memjax.parallel import TRAIN_RULES, normalize_rules
-from memjax.rl import losses
-from memjax.rl.logprobs import sequence_logprobs
-from memjax.rl.train_step import TrainStep
+from memjax.training import aggregation
+from memjax.training.logprobs import sequence_logprobs
+from memjax.training.train_step import TrainStep
 
 
 def trained_logprobs(params, cfg, mb, *, chunk: int, mesh=None, rules=None) -> jax.Array:
@@ -63,8 +63,8 @@ def nll_objective(cfg, agg_mode: str, vocab_chunk: int, mesh=None, rules=None):
             params, cfg, mb, chunk=vocab_chunk, mesh=mesh, rules=model_rules
         )  # [b, K]: log p(trained token k | everything before it)
         mask = mb["loss_valid"]  # [b, K]: the row's trained tokens, as mb["loss_mask"] has them
-        total = losses.aggregate_sum(-logp, mask, agg_mode)
-        token_nll = losses.aggregate_sum(-logp, mask, "token-mean")
+        total = aggregation.aggregate_sum(-logp, mask, agg_mode)
+        token_nll = aggregation.aggregate_sum(-logp, mask, "token-mean")
         return total, {
             "loss": total,
             "nll_sum": token_nll,
@@ -85,7 +85,7 @@ def _finalize(sums: dict, den):
 
 def _denominator(agg_mode: str, tokens_per_row: float | None):
     if agg_mode != "token-mean" or tokens_per_row is None:
-        return lambda b: losses.aggregate_denominator(b["loss_mask"], agg_mode)
+        return lambda b: aggregation.aggregate_denominator(b["loss_mask"], agg_mode)
     # Rows with a token: the empty rows that pad a batch to the mesh do not count.
     return lambda b: (b["token_mask"].sum(axis=-1) > 0).sum() * jnp.float32(tokens_per_row)
 
@@ -107,9 +107,9 @@ def sft_train_step(
 ) -> TrainStep:
     """The NLL step; `tokens_per_row` as the module says (None: the batch's own token count);
     `compose` and `frozen_shardings` as TrainStep's (LoRA:
-    `memjax.rl.lora_state.policy_step_kwargs`)."""
-    if agg_mode not in losses.AGG_MODES:
-        raise ValueError(f"agg_mode={agg_mode!r}: choose from {losses.AGG_MODES}")
+    `memjax.training.lora_state.policy_step_kwargs`)."""
+    if agg_mode not in aggregation.AGG_MODES:
+        raise ValueError(f"agg_mode={agg_mode!r}: choose from {aggregation.AGG_MODES}")
     if tokens_per_row is not None and not tokens_per_row > 0:
         raise ValueError(f"tokens_per_row={tokens_per_row!r}: must be > 0")
     return TrainStep(

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from memjax.memory.atomic import atomic_write_text
 
 CURVES_FILE = "curves.json"  # {"curve", "eval_key", "history": [...], "evals": [...]}
@@ -103,4 +105,23 @@ class RunReport:
             self.writer.close()
 
 
-__all__ = ["RunReport", "CURVES_FILE"]
+def summary_line(result: dict, tail: int = 5) -> str:
+    """The one JSON line a recipe prints last."""
+    h = result["history"]
+    key = "reward" if not h or "reward" in h[0] else "loss"
+    out = {
+        f"initial_{key}": round(h[0][key], 4) if h else None,
+        f"final_{key}": round(float(np.mean([r[key] for r in h[-tail:]])), 4) if h else None,
+        "steps": h[-1]["step"] if h else 0,
+        "wall_s": round(result["wall_s"], 1),
+    }
+    if result.get("exported_step", out["steps"]) != out["steps"]:
+        out["exported_step"] = result["exported_step"]  # export_from="best" chose an earlier step
+    if result.get("evals"):
+        last = result["evals"][-1]
+        name = next(k for k in last if k != "step")
+        out[f"eval_{name}"] = round(last[name], 4)
+    return json.dumps(out)
+
+
+__all__ = ["RunReport", "CURVES_FILE", "summary_line"]

@@ -20,7 +20,7 @@ from typing import Any
 
 import jax
 
-from memjax.rl.checkpointing import Checkpointer
+from memjax.training.checkpointing import Checkpointer
 from memjax.training.schedule import CheckpointPolicy
 
 BEST_METRIC = "eval_metric"  # the checkpoint metric key the best-K policy ranks by

@@ -11,8 +11,8 @@ import dataclasses
 import optax
 
 from memjax.parallel import make_mesh
-from memjax.rl import train_step
-from memjax.rl.optimizer import OptimizerConfig, make_optimizer
+from memjax.training import train_step
+from memjax.training.optimizer import OptimizerConfig, make_optimizer
 from memjax.training.sections import as_dict, read_section
 
 

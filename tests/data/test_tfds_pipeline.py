@@ -7,13 +7,13 @@ import pytest
 from memjax.data.locomo import load_locomo
 from memjax.data.locomo_pipeline import qa_data_loader, qa_dataset
 from memjax.data.splits import split_by_conversation
-from memjax.data.synthetic import SyntheticConfig, write_synthetic_locomo
 from memjax.data.tfds_locomo import (
     LocomoQaConfig,
     locomo_qa_source,
     prepare_locomo_qa,
     record_to_example,
 )
+from memjax.experiments.synthetic import SyntheticConfig, write_synthetic_locomo
 
 SYN_CONFIG = LocomoQaConfig(
     name="synthetic_test",

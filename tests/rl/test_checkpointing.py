@@ -10,7 +10,7 @@ import pytest
 from jax.sharding import NamedSharding, PartitionSpec
 
 from memjax.parallel import make_mesh
-from memjax.rl.checkpointing import Checkpointer, CheckpointError
+from memjax.training.checkpointing import Checkpointer, CheckpointError
 
 
 def _state(x):

@@ -7,7 +7,8 @@ import numpy as np
 from memjax.models import decoder
 from memjax.models.config import DecoderConfig
 from memjax.models.params import init_params
-from memjax.rl import critic, logprobs
+from memjax.rl import critic
+from memjax.training import logprobs
 
 CFG = DecoderConfig(
     "llama",

@@ -12,9 +12,10 @@ from memjax.models.config import DecoderConfig
 from memjax.models.lora_config import LoraConfig
 from memjax.models.params import flatten_with_names, init_params
 from memjax.parallel import make_mesh
-from memjax.rl import critic, lora_state, losses, train_step
-from memjax.rl.logprobs import make_logprob_fn, sequence_logprobs
-from memjax.rl.optimizer import OptimizerConfig, make_optimizer
+from memjax.rl import critic, losses, steps
+from memjax.training import lora_state, train_step
+from memjax.training.logprobs import make_logprob_fn, sequence_logprobs
+from memjax.training.optimizer import OptimizerConfig, make_optimizer
 
 CFG = DecoderConfig(
     "qwen2",
@@ -78,7 +79,7 @@ def test_lora_step_updates_only_adapters_and_learns(base):
     batch["old_logp"] = np.asarray(
         make_logprob_fn(CFG, chunk=16)(base, batch["tokens"], batch["token_mask"])
     )
-    step = train_step.policy_train_step(
+    step = steps.policy_train_step(
         CFG, losses.PolicyLossConfig(), opt, vocab_chunk=16, **lora_state.policy_step_kwargs(CFG)
     )
     before = jax.tree.map(np.asarray, base)
@@ -122,15 +123,13 @@ def test_lora_micro_batches_and_sharding_equal_one_device(base):
     kw = lora_state.policy_step_kwargs(CFG)
     results = []
     for m in (1, 4):
-        step = train_step.policy_train_step(
-            CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=m, **kw
-        )
+        step = steps.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=m, **kw)
         results.append(step(train_step.init_train_state(_adapters(), opt), batch, base))
 
     mesh = make_mesh({"data": 2, "fsdp": 2, "tensor": 2})
     sh = train_step.train_state_shardings(lora.lora_abstract(CFG), opt, mesh)
     kw = lora_state.policy_step_kwargs(CFG, mesh)
-    step = train_step.policy_train_step(
+    step = steps.policy_train_step(
         CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=2, mesh=mesh, state_shardings=sh, **kw
     )
     frozen = jax.device_put(base, kw["frozen_shardings"])
@@ -147,7 +146,7 @@ def test_lora_micro_batches_and_sharding_equal_one_device(base):
 
 def test_step_refuses_a_missing_or_unexpected_frozen_tree(base):
     opt = optax.sgd(0.1)
-    lora_step = train_step.policy_train_step(
+    lora_step = steps.policy_train_step(
         CFG, LOSS, opt, vocab_chunk=16, **lora_state.policy_step_kwargs(CFG)
     )
     with pytest.raises(ValueError, match="frozen"):
@@ -156,16 +155,14 @@ def test_step_refuses_a_missing_or_unexpected_frozen_tree(base):
 
 def test_lora_critic_shares_the_policy_base_and_fits_returns(base):
     opt = optax.adam(1e-2)
-    frozen = lora_state.critic_backbone_of(base)
+    frozen = critic.critic_backbone_of(base)
     assert frozen["layers"]["q"] is base["layers"]["q"]  # one frozen copy for both models
     batch = _batch(seed=4)
     returns = (batch["loss_mask"] * 0.7).astype(np.float32)
     cbatch = {k: batch[k] for k in ("tokens", "token_mask", "loss_mask")}
     cbatch.update(old_values=np.zeros_like(returns), returns=returns)
-    step = train_step.critic_train_step(
-        CFG, opt, value_clip=None, **lora_state.critic_step_kwargs(CFG)
-    )
-    trainable = lora_state.init_critic_trainable(CFG, jax.random.key(2))
+    step = steps.critic_train_step(CFG, opt, value_clip=None, **critic.critic_step_kwargs(CFG))
+    trainable = critic.init_critic_trainable(CFG, jax.random.key(2))
     state = train_step.init_train_state(trainable, opt)
     state, m0 = step(state, cbatch, frozen)
     np.testing.assert_allclose(m0["value_loss"], 0.5 * 0.49, rtol=1e-5)  # head starts at zero
@@ -174,6 +171,6 @@ def test_lora_critic_shares_the_policy_base_and_fits_returns(base):
     assert float(m["value_loss"]) < 0.5 * float(m0["value_loss"])
     # The composed critic is a full critic: critic_values runs on it unchanged.
     values = critic.critic_values(
-        lora_state.compose_critic(frozen, state.params), CFG, batch["tokens"], batch["token_mask"]
+        critic.compose_critic(frozen, state.params), CFG, batch["tokens"], batch["token_mask"]
     )
     assert values.shape == batch["tokens"].shape

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from memjax.rl import losses
+from memjax.training import aggregation
 
 
 def _pg(ratio, a, **kw):
@@ -180,11 +181,11 @@ M = np.array([[1, 1, 1, 0], [1, 1, 0, 0], [0, 0, 0, 0]])
 def test_aggregation_modes_with_ragged_masks(mode, norm, total, den):
     x = X.copy()
     x[2, 3] = np.nan  # padding must not leak a NaN
-    s, d = losses.aggregate(jnp.asarray(x), jnp.asarray(M), mode, norm)
+    s, d = aggregation.aggregate(jnp.asarray(x), jnp.asarray(M), mode, norm)
     np.testing.assert_allclose([float(s), float(d)], [total, den], rtol=1e-6)
     # split into two micro-batches: sums add, and the denominator comes from the whole batch
-    s1 = losses.aggregate_sum(jnp.asarray(x[:1]), jnp.asarray(M[:1]), mode, norm)
-    s2 = losses.aggregate_sum(jnp.asarray(x[1:]), jnp.asarray(M[1:]), mode, norm)
+    s1 = aggregation.aggregate_sum(jnp.asarray(x[:1]), jnp.asarray(M[:1]), mode, norm)
+    s2 = aggregation.aggregate_sum(jnp.asarray(x[1:]), jnp.asarray(M[1:]), mode, norm)
     np.testing.assert_allclose(float(s1 + s2), total, rtol=1e-6)
 
 
@@ -204,10 +205,10 @@ def test_dr_grpo_normaliser_is_the_response_budget_on_ragged_rows():
         np.concatenate([loss_mask, np.zeros((1, 10), np.int32)]),
     )
     mode = "seq-mean-token-sum-norm"
-    s, d = losses.aggregate(jnp.asarray(x), jnp.asarray(loss_mask), mode, 6, empty_rows="skip")
+    s, d = aggregation.aggregate(jnp.asarray(x), jnp.asarray(loss_mask), mode, 6, empty_rows="skip")
     # verl agg_loss(seq-mean-token-sum-norm, loss_scale_factor=6), global_batch_size unset
     np.testing.assert_allclose(float(s / d), 0.3888888657093048, rtol=1e-6)
-    s, d = losses.aggregate(
+    s, d = aggregation.aggregate(
         jnp.asarray(x), jnp.asarray(loss_mask), mode, 6, empty_rows="count", token_mask=token_mask
     )
     # TRL GRPOTrainer._compute_loss, loss_type="dr_grpo", max_completion_length=6
@@ -215,7 +216,7 @@ def test_dr_grpo_normaliser_is_the_response_budget_on_ragged_rows():
     with pytest.raises(ValueError, match="loss_scale_factor"):
         losses.PolicyLossConfig(agg_mode=mode)
     with pytest.raises(ValueError, match="response budget"):
-        losses.aggregate_sum(jnp.asarray(x), jnp.asarray(loss_mask), mode)
+        aggregation.aggregate_sum(jnp.asarray(x), jnp.asarray(loss_mask), mode)
     cfg = losses.PolicyLossConfig(agg_mode=mode, loss_scale_factor=6)
     assert cfg.loss_scale_factor == 6
 

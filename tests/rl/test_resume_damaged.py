@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from memjax.errors import CheckpointError, UserError
-from memjax.rl.checkpointing import Checkpointer
+from memjax.training.checkpointing import Checkpointer
 
 STEPS = (1, 2, 3)
 
@@ -176,7 +176,7 @@ def test_changed_array_shapes_are_refused_naming_the_leaf(tmp_path):
 def test_run_spec_from_config_picks_the_state_shaping_fields():
     from ml_collections import ConfigDict
 
-    from memjax.rl.checkpoint_checks import run_spec_from_config, spec_differences
+    from memjax.training.checkpoint_checks import run_spec_from_config, spec_differences
 
     config = ConfigDict(
         dict(

@@ -11,9 +11,10 @@ from memjax.models import decoder
 from memjax.models.params import init_params
 from memjax.models.shared_prefix import PREFIX_PAD
 from memjax.parallel import make_mesh
-from memjax.rl import shared_prompt, toy, train_step
-from memjax.rl.logprobs import make_logprob_fn, trained_positions
+from memjax.rl import shared_prompt, steps, toy
 from memjax.rl.rollout import Context, Trajectory, pack
+from memjax.training import train_step
+from memjax.training.logprobs import make_logprob_fn, trained_positions
 from tests.rl.test_train_step import CFG, LOSS
 from tests.rl.test_trainer import _config, _run
 
@@ -98,7 +99,7 @@ def test_a_shared_prompt_step_is_the_plain_step(params, micro_batches, empty_row
     opt = optax.sgd(0.5)
     results = []
     for b in (batch, shared):
-        step = train_step.policy_train_step(
+        step = steps.policy_train_step(
             CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=micro_batches
         )
         state = train_step.init_train_state(jax.tree.map(jnp.copy, params), opt)
@@ -122,7 +123,7 @@ def test_query_blocks_leave_the_plain_and_the_shared_prompt_step_unchanged(param
     one_piece, blocks = CFG.replace(attention_query_block=0), CFG.replace(attention_query_block=8)
     results = []
     for cfg, b in ((one_piece, batch), (blocks, batch), (blocks, shared)):
-        step = train_step.policy_train_step(cfg, LOSS, opt, vocab_chunk=16, num_micro_batches=3)
+        step = steps.policy_train_step(cfg, LOSS, opt, vocab_chunk=16, num_micro_batches=3)
         state = train_step.init_train_state(jax.tree.map(jnp.copy, params), opt)
         results.append(step(state, b))
     (one_state, one), *blocked = results
@@ -195,13 +196,13 @@ def test_a_sharded_shared_prompt_step_is_the_single_device_plain_step(params):
     batch = _grpo_batch(groups=4)
     shared, _ = shared_prompt.share_prompts(batch, 4, granularity=8, minimum=8)
     opt = optax.sgd(0.5)
-    plain_step = train_step.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=4)
+    plain_step = steps.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=4)
     plain_state, plain = plain_step(
         train_step.init_train_state(jax.tree.map(jnp.copy, params), opt), batch
     )
     mesh = make_mesh({"data": 2, "fsdp": 2, "tensor": 2})
     sh = train_step.train_state_shardings(decoder.decoder_abstract(CFG), opt, mesh)
-    step = train_step.policy_train_step(
+    step = steps.policy_train_step(
         CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=4, mesh=mesh, state_shardings=sh
     )
     state = train_step.init_train_state(jax.tree.map(jnp.copy, params), opt, sh)

@@ -10,9 +10,10 @@ from memjax.models import decoder
 from memjax.models.config import DecoderConfig
 from memjax.models.params import init_params
 from memjax.parallel import make_mesh
-from memjax.rl import critic, losses, train_step
-from memjax.rl.logprobs import make_logprob_fn
-from memjax.rl.optimizer import OptimizerConfig, make_optimizer
+from memjax.rl import critic, losses, steps
+from memjax.training import train_step
+from memjax.training.logprobs import make_logprob_fn
+from memjax.training.optimizer import OptimizerConfig, make_optimizer
 
 CFG = DecoderConfig(
     "llama",
@@ -69,7 +70,7 @@ def test_microbatch_accumulation_equals_full_batch(params):
     batch = _batch()
     results = []
     for m in (1, 4):
-        step = train_step.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=m)
+        step = steps.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=m)
         state = train_step.init_train_state(_copy(params), opt)
         state, metrics = step(state, batch)
         results.append((state, metrics))
@@ -88,12 +89,12 @@ def test_sharded_step_equals_single_device(params):
     # amplifies float-summation-order noise on near-zero gradients, so eps is set to 1e-3 here.
     opt = make_optimizer(OptimizerConfig(learning_rate=1e-2, eps=1e-3, max_grad_norm=1.0))
     batch = _batch(seed=1)
-    single = train_step.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=2)
+    single = steps.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=2)
     s_state, s_metrics = single(train_step.init_train_state(_copy(params), opt), batch)
 
     mesh = make_mesh({"data": 2, "fsdp": 2, "tensor": 2})
     sh = train_step.train_state_shardings(decoder.decoder_abstract(CFG), opt, mesh)
-    step = train_step.policy_train_step(
+    step = steps.policy_train_step(
         CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=2, mesh=mesh, state_shardings=sh
     )
     state = train_step.init_train_state(_copy(params), opt, sh)
@@ -110,7 +111,7 @@ def test_non_finite_update_is_skipped_and_counted(params):
     opt = optax.adamw(1e-2)
     batch = _batch(seed=2)
     batch["advantages"] = np.where(batch["loss_mask"], np.nan, 0.0).astype(np.float32)
-    step = train_step.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, donate=False)
+    step = steps.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, donate=False)
     state = train_step.init_train_state(_copy(params), opt)
     new, metrics = step(state, batch)
     assert int(new.skipped) == 1 and int(new.step) == 0
@@ -127,7 +128,7 @@ def test_policy_step_lowers_the_loss_and_on_policy_ratio_is_one(params):
     batch = _batch(seed=3)
     lp = make_logprob_fn(CFG, chunk=16)(params, batch["tokens"], batch["token_mask"])
     batch["old_logp"] = np.asarray(lp)
-    step = train_step.policy_train_step(CFG, losses.PolicyLossConfig(), opt, vocab_chunk=16)
+    step = steps.policy_train_step(CFG, losses.PolicyLossConfig(), opt, vocab_chunk=16)
     state = train_step.init_train_state(_copy(params), opt)
     state, m0 = step(state, batch)
     np.testing.assert_allclose(m0["ratio_mean"], 1.0, atol=1e-5)
@@ -149,7 +150,7 @@ def test_critic_step_fits_returns(params):
         "old_values": np.zeros_like(returns),
         "returns": returns,
     }
-    step = train_step.critic_train_step(CFG, opt, value_clip=None, num_micro_batches=2)
+    step = steps.critic_train_step(CFG, opt, value_clip=None, num_micro_batches=2)
     state = train_step.init_train_state(c, opt)
     state, m0 = step(state, cbatch)
     np.testing.assert_allclose(m0["value_loss"], 0.5 * 0.49, rtol=1e-5)  # head starts at zero
@@ -162,7 +163,7 @@ def test_critic_step_fits_returns(params):
 def test_scoring_only_trained_positions_gives_the_same_update(params, sharded):
     """loss_positions / loss_valid (the trainer's batches) change what the unembedding sees,
     not the loss, the gradients or the metrics."""
-    from memjax.rl.logprobs import position_width, trained_positions
+    from memjax.training.logprobs import position_width, trained_positions
 
     opt = make_optimizer(OptimizerConfig(learning_rate=1e-2, eps=1e-3, max_grad_norm=1.0))
     batch = _batch(seed=3)
@@ -173,7 +174,7 @@ def test_scoring_only_trained_positions_gives_the_same_update(params, sharded):
         mesh = make_mesh({"data": 2, "fsdp": 2, "tensor": 2})
         sh = train_step.train_state_shardings(decoder.decoder_abstract(CFG), opt, mesh)
         kw = {"mesh": mesh, "state_shardings": sh}
-    step = train_step.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=2, **kw)
+    step = steps.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=2, **kw)
     s_all, m_all = step(train_step.init_train_state(_copy(params), opt, sh), batch)
     s_pos, m_pos = step(train_step.init_train_state(_copy(params), opt, sh), positioned)
     for a, b in zip(jax.tree.leaves(s_all.params), jax.tree.leaves(s_pos.params)):
@@ -185,7 +186,7 @@ def test_scoring_only_trained_positions_gives_the_same_update(params, sharded):
 def _plain_step(params):
     """A fresh policy step (SGD, not donating) and its starting state."""
     opt = optax.sgd(0.1)
-    step = train_step.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, donate=False)
+    step = steps.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, donate=False)
     return step, train_step.init_train_state(_copy(params), opt)
 
 

@@ -155,7 +155,7 @@ def test_keep_best_with_steps_off_the_eval_schedule_finishes_and_resumes(tmp_pat
     assert resumed["start_step"] == 3
     for a, b in zip(jax.tree.leaves(full["params"]), jax.tree.leaves(resumed["params"])):
         np.testing.assert_array_equal(a, b)
-    from memjax.rl.checkpointing import Checkpointer
+    from memjax.training.checkpointing import Checkpointer
 
     steps = Checkpointer(tmp_path / "full" / "checkpoints").all_steps()
     assert 5 in steps  # the last step, evaluated, is kept

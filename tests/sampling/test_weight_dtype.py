@@ -10,9 +10,9 @@ import pytest
 from memjax.models import decoder
 from memjax.models.kv_cache import init_cache
 from memjax.rl import losses
-from memjax.rl.logprobs import sequence_logprobs
 from memjax.sampling import SamplingParams, sample
 from memjax.sampling.weights import WeightCopies, cast_matrices, min_batch, resolve
+from memjax.training.logprobs import sequence_logprobs
 from tests.sampling.tiny import tiny_model
 
 BF16 = jnp.dtype(jnp.bfloat16)

@@ -80,11 +80,12 @@ def main() -> None:
     from memjax.models.decoder import decoder_abstract
     from memjax.models.params import init_params
     from memjax.parallel import TRAIN_RULES, make_mesh
-    from memjax.rl import train_step
-    from memjax.rl.checkpointing import Checkpointer
-    from memjax.rl.optimizer import make_optimizer
+    from memjax.rl import steps
     from memjax.rl.toy import toy_decoder_config
     from memjax.rl.trainer import loss_config, optimizer_config
+    from memjax.training import train_step
+    from memjax.training.checkpointing import Checkpointer
+    from memjax.training.optimizer import make_optimizer
 
     recipe = runpy.run_path(str(REPO / "configs" / "toy_grpo.py"))["get_config"]()
     cfg = toy_decoder_config(recipe.model)
@@ -113,7 +114,7 @@ def main() -> None:
         batch = distributed.global_batch(local, mesh, TRAIN_RULES)
     else:
         mesh, sh, batch = None, None, local
-    step = train_step.policy_train_step(
+    step = steps.policy_train_step(
         cfg,
         loss,
         opt,

@@ -219,8 +219,8 @@ def test_token_mean_over_the_data_weighs_every_token_the_same_in_any_bucket():
     over "batch" it is the batch's own token mean, which weighs the short rows' tokens more."""
     import optax
 
-    from memjax.rl.train_step import init_train_state
     from memjax.sft.step import sft_train_step
+    from memjax.training.train_step import init_train_state
 
     params = init_params(decoder.decoder_abstract(CFG), jax.random.key(0))
     rows = _random_rows(6)

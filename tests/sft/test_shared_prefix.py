@@ -146,9 +146,9 @@ def test_a_sharded_shared_prefix_step_equals_the_single_device_one():
     """The one-row prefix pass under a data x fsdp x tensor mesh: replicated over the batch
     axes, its gradient summed over every device's rows."""
     from memjax.parallel import make_mesh
-    from memjax.rl import train_step
-    from memjax.rl.optimizer import OptimizerConfig, make_optimizer
     from memjax.sft.step import sft_train_step
+    from memjax.training import train_step
+    from memjax.training.optimizer import OptimizerConfig, make_optimizer
 
     jax.config.update("jax_default_matmul_precision", "highest")
     params = init_params(decoder.decoder_abstract(CFG), jax.random.key(2))

@@ -6,7 +6,7 @@
   - "policy" (the default): the fact extractor and the manager models, greedily (the paper's
     pipeline; `job_setup.fact_and_manager_policies`).
   - "oracle": synthetic data only. Each turn's true facts and the operations they call for
-    (`memjax.sft.teachers.memory_oracles`) replayed through the same construction code: the
+    (`memjax.experiments.teachers.memory_oracles`) replayed through the same construction code: the
     bank a perfect extractor and manager keep. It costs no model call, so an answer agent can
     be trained and evaluated on many conversations with the manager's errors taken out.
   - "raw_turns": every dialogue turn stored as said (LoCoMo's RAG baseline memory,
@@ -87,7 +87,7 @@ def oracle_policies(
     `windows`: also know the fact prompts of a replay that starts mid-conversation (a manager
     snapshot replays only its window, whose first turns are asked with fewer turns before)."""
     from memjax.agents.memory_r1.construction import conversation_stream
-    from memjax.sft.teachers.memory_oracles import FactOracle, ManagerOracle
+    from memjax.experiments.teachers.memory_oracles import FactOracle, ManagerOracle
 
     own = events[conversation.sample_id]
     stream = conversation_stream(conversation)

@@ -24,8 +24,8 @@ from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.answer_env import AnswerEnvironment, answer_examples
 from memjax.agents.memory_r1.models import load_agent_model
 from memjax.agents.memory_r1.raw_turns import raw_turn_bank
-from memjax.data.synthetic import SyntheticConfig, generate_conversations
 from memjax.errors import ConfigError
+from memjax.experiments.synthetic import SyntheticConfig, generate_conversations
 from memjax.rl.rollout import run_episodes
 
 
@@ -100,8 +100,8 @@ def demo_job(config, workdir) -> None:
     before = greedy_eval(env, held_out, model.params, model.cfg, model.tokenizer, new_tokens)
     print(f"held-out before training: {json.dumps(before)}", flush=True)
 
-    from memjax.rl.trainer import summary_line
     from memjax.rl.trainer import train as run_training
+    from memjax.training.reporting import summary_line
 
     result = run_training(
         config.rl,

@@ -40,7 +40,8 @@ from memjax.errors import ConfigError, DataError
 
 def _run_trainer(config, workdir: Path, env, model, train_examples, eval_examples, params=None):
     from memjax.checkpoints.decoder_io import export_hf_decoder
-    from memjax.rl.trainer import summary_line, train
+    from memjax.rl.trainer import train
+    from memjax.training.reporting import summary_line
 
     if not train_examples:
         raise DataError("config.data: no training examples in the chosen conversations and split")

@@ -2,7 +2,7 @@
 
 The numbers are those of the paper's code (`train.sh`, `ppo_trainer.yaml`, `eval.sh`; see
 reference/papers.md section 2.4). Sections `optimizer` and `loss` carry the field names of
-`memjax.rl.optimizer.OptimizerConfig` and `memjax.rl.losses.PolicyLossConfig`, so the trainer
+`memjax.training.optimizer.OptimizerConfig` and `memjax.rl.losses.PolicyLossConfig`, so the trainer
 builds them with `OptimizerConfig(**config.optimizer)`.
 """
 

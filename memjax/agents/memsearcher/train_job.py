@@ -174,7 +174,7 @@ def train_job(config: ConfigDict, workdir: str | None) -> dict:
     their tokenizer to <workdir>/policy (`--config.model.source=<workdir>/policy` evaluates
     them); prints a JSON summary line last."""
     from memjax.checkpoints.decoder_io import export_hf_decoder
-    from memjax.rl.trainer import summary_line
+    from memjax.training.reporting import summary_line
 
     if not workdir:
         raise ConfigError("--workdir: memsearcher.train needs a directory (checkpoints, curves)")

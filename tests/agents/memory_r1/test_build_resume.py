@@ -12,7 +12,7 @@ from memjax.agents.memory_r1.construction import ConstructionSettings
 from memjax.agents.memory_r1.fact_cache import FactCache
 from memjax.agents.memory_r1.policy import TimedPolicy
 from memjax.agents.memory_r1.recipe import memory_r1_config
-from memjax.data.synthetic import SyntheticConfig, generate_conversations
+from memjax.experiments.synthetic import SyntheticConfig, generate_conversations
 from tests.agents.memory_r1 import helpers
 
 

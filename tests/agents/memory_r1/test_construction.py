@@ -7,7 +7,7 @@ from memjax.agents.memory_r1.construction import (
     build_banks,
     conversation_stream,
 )
-from memjax.data.synthetic import SyntheticConfig, generate_conversations
+from memjax.experiments.synthetic import SyntheticConfig, generate_conversations
 from memjax.memory.bank import MemoryBank
 from tests.agents.memory_r1 import helpers
 

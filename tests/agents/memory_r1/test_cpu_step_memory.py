@@ -13,10 +13,11 @@ import pytest
 
 from memjax.checkpoints.gguf_io import GGUFFile
 from memjax.checkpoints.packaged import smollm2_gguf
+from memjax.experiments.reproduce.stages import REPO_ROOT
 from memjax.models import decoder
-from memjax.reproduce.stages import REPO_ROOT
-from memjax.rl import losses, train_step
+from memjax.rl import losses, steps
 from memjax.rl.shared_prompt import SHARED_PROMPT_GRANULARITY
+from memjax.training import train_step
 
 BUDGET_BYTES = 12 * 2**30  # half the machine: the process holds the sampler, banks and index too
 
@@ -46,7 +47,7 @@ def test_the_reproductions_memory_r1_grpo_step_fits_in_half_the_machine(shared):
     mr1 = _config("reproduce_cpu.py").memory_r1
     cfg = GGUFFile(smollm2_gguf()).decoder_config(param_dtype=model.param_dtype, remat=model.remat)
     optimizer = optax.adamw(1e-5)
-    step = train_step.policy_train_step(
+    step = steps.policy_train_step(
         cfg, losses.PolicyLossConfig(), optimizer, num_micro_batches=mr1.rl_micro_batches
     )
     state = jax.eval_shape(

@@ -98,7 +98,7 @@ def test_eval_builds_answers_judges_and_reports(tmp_path, monkeypatch):
 def test_adversarial_questions_carry_only_the_official_score(tmp_path, monkeypatch):
     """Category 5 has no gold answer: Mem0's protocol does not score it, so predictions.jsonl
     holds only its official score (a zero F1 there would be counted by anyone averaging it)."""
-    from memjax.data.synthetic import SyntheticConfig, write_synthetic_locomo
+    from memjax.experiments.synthetic import SyntheticConfig, write_synthetic_locomo
 
     path = write_synthetic_locomo(
         tmp_path / "locomo.json", SyntheticConfig(num_conversations=1, seed=3, id_prefix="conv")

@@ -11,7 +11,7 @@ from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.training import _snapshot_teacher, manager_training_examples
 from memjax.data.splits import synthetic_split, synthetic_split_events
 from memjax.errors import ConfigError
-from memjax.sft.teachers.synthetic_truth import event_facts
+from memjax.experiments.teachers.synthetic_truth import event_facts
 
 ROOT = Path(__file__).resolve().parents[3]
 

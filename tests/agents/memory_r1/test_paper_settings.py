@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from memjax.agents.memory_r1.recipe import from_paper_recipe
-from memjax.rl.optimizer import OptimizerConfig, learning_rate_schedule
+from memjax.training.optimizer import OptimizerConfig, learning_rate_schedule
 
 ROOT = Path(__file__).resolve().parents[3]
 PAPER_CONFIGS = sorted(

@@ -8,7 +8,7 @@ import pytest
 from memjax.agents.memsearcher.recipe import settings_from_config
 from memjax.checkpoints import packaged
 from memjax.rl.losses import PolicyLossConfig
-from memjax.rl.optimizer import OptimizerConfig
+from memjax.training.optimizer import OptimizerConfig
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs"
 

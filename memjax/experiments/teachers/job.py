@@ -5,11 +5,11 @@
         --config.teacher.source=/models/Qwen2.5-7B-Instruct
 
 Writes to `config.output_dir` (default: the workdir), atomically:
-  trajectories.jsonl  the kept trajectories (memjax.sft.teachers.trajectory's format)
+  trajectories.jsonl  the kept trajectories (memjax.experiments.teachers.trajectory's format)
   summary.json        per role: offered, kept, keep rate, reject reasons, the split drawn from
                       and its size; rows and tokens per role under the student's tokenizer
 and prints a short summary. The data are the training splits unless `config.split=heldout`
-(memjax.sft.teachers.data_split); each trajectory names its split.
+(memjax.experiments.teachers.data_split); each trajectory names its split.
 """
 
 from __future__ import annotations
@@ -21,18 +21,18 @@ from pathlib import Path
 import jax
 from ml_collections import ConfigDict
 
-from memjax.sft.teachers import memory_roles as MR
-from memjax.sft.teachers import search_roles as SR
-from memjax.sft.teachers.data_split import choose_split
-from memjax.sft.teachers.memory_world import (
+from memjax.experiments.teachers import memory_roles as MR
+from memjax.experiments.teachers import search_roles as SR
+from memjax.experiments.teachers.data_split import choose_split
+from memjax.experiments.teachers.memory_world import (
     MemorySettings,
     MemoryWorld,
     locomo_source,
     synthetic_source,
 )
-from memjax.sft.teachers.token_stats import token_counts
-from memjax.sft.teachers.trajectory import ROLES, Trajectory, write_trajectories
-from memjax.sft.teachers.verdict import RejectionTally, Verdict
+from memjax.experiments.teachers.token_stats import token_counts
+from memjax.experiments.teachers.trajectory import ROLES, Trajectory, write_trajectories
+from memjax.experiments.teachers.verdict import RejectionTally, Verdict
 
 MEMORY_ROLES = ("facts", "manager", "answer")
 TEACHERS = ("oracle", "model")
@@ -72,7 +72,7 @@ class Teachers:
         self.attempts = max(1, int(t.attempts)) if self.kind == "model" else 1
         if self.kind == "model":
             from memjax.checkpoints import load_model
-            from memjax.sft.teachers.model_teacher import (
+            from memjax.experiments.teachers.model_teacher import (
                 BatchTeacher,
                 ChatTeacher,
                 TeacherSampling,
@@ -157,7 +157,7 @@ def _search_jobs(config, roles, teachers, tally, splits, count_tokens) -> list[T
     from memjax.agents.search_r1 import SearchR1Settings
     from memjax.agents.search_tool import SearchSettings
     from memjax.data.hotpotqa import load_hotpotqa
-    from memjax.sft.teachers.search_world import SearchWorld
+    from memjax.experiments.teachers.search_world import SearchWorld
 
     if not any(r in SR.AGENTS for r in roles):
         return []
@@ -204,7 +204,7 @@ def _answer_data(config: ConfigDict) -> list[str]:
 def _check_inputs(config: ConfigDict, roles: list[str]) -> None:
     """Config values and data files, checked before any model or index loads."""
     from memjax.agents.memsearcher.job_setup import resolve_path
-    from memjax.sft.teachers.data_split import SPLITS
+    from memjax.experiments.teachers.data_split import SPLITS
 
     if config.split not in SPLITS:
         raise ValueError(f"config.split={config.split!r}; choose from {SPLITS}")

@@ -49,7 +49,9 @@ class Stage:
     name: str  # also its workdir's name under the reproduction's root
     config: str  # a config file, relative to the repository root
     overrides: tuple[str, ...] = ()  # "a.b=value"; "{other_stage}" is that stage's workdir
-    report: str = ""  # what its outputs are read as (memjax.reproduce.tables), "" for nothing
+    report: str = (
+        ""  # what its outputs are read as (memjax.experiments.reproduce.tables), "" for nothing
+    )
     label: str = ""  # its row in the tables ("Memory-SFT"); the name when empty
 
 

@@ -25,11 +25,11 @@ from memjax.agents.episode import ContextRecord, Episode, ModelCall, ModelOutput
 from memjax.agents.memsearcher.episode import MemSearcherEpisode
 from memjax.agents.search_r1 import SearchR1Episode
 from memjax.data.hotpotqa import HotpotExample
-from memjax.sft.teachers.memory_oracles import messages_key
-from memjax.sft.teachers.search_oracles import MemSearcherOracle, SearchR1Oracle
-from memjax.sft.teachers.search_world import SearchWorld
-from memjax.sft.teachers.trajectory import Trajectory, message, trained
-from memjax.sft.teachers.verdict import Verdict, verdict_from_reward
+from memjax.experiments.teachers.memory_oracles import messages_key
+from memjax.experiments.teachers.search_oracles import MemSearcherOracle, SearchR1Oracle
+from memjax.experiments.teachers.search_world import SearchWorld
+from memjax.experiments.teachers.trajectory import Trajectory, message, trained
+from memjax.experiments.teachers.verdict import Verdict, verdict_from_reward
 
 AGENTS = ("memsearcher", "search_r1")
 BatchPolicy = Callable[[Sequence[ModelCall], jax.Array], list[ModelOutput]]

@@ -16,10 +16,10 @@ import shutil
 from pathlib import Path
 
 from memjax.errors import ConfigError
+from memjax.experiments.reproduce import tables
+from memjax.experiments.reproduce.pipelines import memory_r1_stages, memsearcher_stages
+from memjax.experiments.reproduce.stages import Stage, StageError, StageRunner
 from memjax.memory.atomic import atomic_write_text
-from memjax.reproduce import tables
-from memjax.reproduce.pipelines import memory_r1_stages, memsearcher_stages
-from memjax.reproduce.stages import Stage, StageError, StageRunner
 from memjax.training.reporting import CURVES_FILE
 
 PAPERS = ("memsearcher", "memory_r1")

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from memjax.errors import ConfigError
-from memjax.reproduce import job
-from memjax.reproduce.stages import (
+from memjax.experiments.reproduce import job
+from memjax.experiments.reproduce.stages import (
     ATTEMPTS_FILE,
     DONE_FILE,
     LOG_FILE,

@@ -8,10 +8,10 @@ from memjax.agents.search_r1 import SearchR1Settings
 from memjax.agents.search_tool import SearchSettings
 from memjax.data.corpus import build_corpus, hotpot_paragraphs
 from memjax.data.hotpotqa import load_hotpotqa
+from memjax.experiments.teachers.memory_world import MemoryWorld, synthetic_source
+from memjax.experiments.teachers.search_world import SearchWorld
 from memjax.memory.corpus import Retriever
 from memjax.memory.index import ExactIndex
-from memjax.sft.teachers.memory_world import MemoryWorld, synthetic_source
-from memjax.sft.teachers.search_world import SearchWorld
 from tests.agents.memory_r1.helpers import BagOfWords
 
 

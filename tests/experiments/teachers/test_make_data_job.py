@@ -10,7 +10,7 @@ import pytest
 
 from memjax import jobs
 from memjax.errors import DataError
-from memjax.sft.teachers.trajectory import read_trajectories
+from memjax.experiments.teachers.trajectory import read_trajectories
 from tests.sft.teachers.fixtures import write_hotpot
 
 CONFIG = Path(__file__).resolve().parents[3] / "configs" / "sft_data_cpu.py"

@@ -28,7 +28,7 @@ models are evaluated on those conversations too, every question, banks built by 
 
 from __future__ import annotations
 
-from memjax.reproduce.stages import Stage
+from memjax.experiments.reproduce.stages import Stage
 
 SFT_CONFIG = "configs/sft_cpu.py"
 DATA_CONFIG = "configs/sft_data_cpu.py"

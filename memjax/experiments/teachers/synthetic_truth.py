@@ -1,7 +1,7 @@
 """Ground truth of the synthetic conversations' fact tracks, as facts and memories.
 
-Every `TrackEvent` (memjax.data.synthetic) becomes the facts a perfect extractor writes for its
-turn and the memory operation a perfect manager applies. What each change calls for follows the
+Every `TrackEvent` (memjax.experiments.synthetic) becomes the facts a perfect extractor writes
+for its turn and the memory operation a perfect manager applies. What each change calls for follows the
 paper's and Mem0's cases: a second dog is merged into the dog memory (UPDATE, Memory-R1's
 "Buddy and Scout" case), a refined allergy and a move rewrite the memory (UPDATE: same
 subject, the information changed), a new job or hobby contradicts the old one (DELETE it, ADD
@@ -15,7 +15,7 @@ import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 
-from memjax.data.synthetic import TrackEvent
+from memjax.experiments.synthetic import TrackEvent
 from memjax.memory.bank import MemoryBank
 
 ADD, UPDATE, DELETE = "ADD", "UPDATE", "DELETE"

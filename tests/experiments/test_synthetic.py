@@ -4,7 +4,7 @@ import dataclasses
 
 from memjax.data.categories import MULTI_HOP, SINGLE_HOP, TEMPORAL
 from memjax.data.locomo import load_locomo
-from memjax.data.synthetic import (
+from memjax.experiments.synthetic import (
     SyntheticConfig,
     generate_conversations,
     generate_locomo_json,

@@ -11,7 +11,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from memjax.sft.teachers.trajectory import Trajectory
+from memjax.experiments.teachers.trajectory import Trajectory
 
 FULL_REWARD = 1.0  # every role's reward is at most 1 (EM, F1, or a check that all holds)
 

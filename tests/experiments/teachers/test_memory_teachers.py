@@ -6,11 +6,11 @@ import json
 from collections import Counter
 
 from memjax.agents.memory_r1.manager_parser import parse_manager_output
-from memjax.data.synthetic import SyntheticConfig, write_synthetic_locomo
-from memjax.sft.teachers import memory_roles as R
-from memjax.sft.teachers.memory_world import MemoryWorld, locomo_source
-from memjax.sft.teachers.trajectory import read_trajectories, write_trajectories
-from memjax.sft.teachers.verdict import RejectionTally, keep_full_reward
+from memjax.experiments.synthetic import SyntheticConfig, write_synthetic_locomo
+from memjax.experiments.teachers import memory_roles as R
+from memjax.experiments.teachers.memory_world import MemoryWorld, locomo_source
+from memjax.experiments.teachers.trajectory import read_trajectories, write_trajectories
+from memjax.experiments.teachers.verdict import RejectionTally, keep_full_reward
 from tests.agents.memory_r1.helpers import BagOfWords
 from tests.sft.teachers.fixtures import memory_world
 
@@ -119,7 +119,7 @@ def test_manager_oracle_ops_are_the_parsers_well_formed_ops():
     world, source, convs = memory_world(conversations=1)
     (t,) = R.manager_trajectories(world, source, convs, "train")
     from memjax.agents.memory_r1.id_map import IdMap
-    from memjax.sft.teachers.memory_oracles import read_manager_prompt
+    from memjax.experiments.teachers.memory_oracles import read_manager_prompt
 
     for context in t.contexts:
         shown, _ = read_manager_prompt(context[0]["content"])

@@ -2,15 +2,14 @@
 
     frozen = base                                          # the loaded decoder, never updated
     adapters = init_params(lora_abstract(cfg), key)        # the policy's TrainState.params
-    step = policy_train_step(cfg, loss_cfg, opt, **policy_step_kwargs(cfg, mesh))
+    step = policy_train_step(cfg, loss_cfg, opt, **policy_step_kwargs(cfg, mesh))  # memjax.rl.steps
     state, metrics = step(state, batch, frozen)
     ref_logp = logprob_fn(frozen, ...)                     # the KL reference: adapters off
     sampler_params = jit_merge_adapters(frozen, state.params, cfg)
 
-The policy trains {"layers": {target: {a, b}}}; the PPO critic trains its adapters and its value
-head, {"lora": ..., "head": [D], "bias": []}, over a frozen backbone that is the policy's own base
-(same arrays, no copy) when the critic starts from the policy. The frozen trees pass through
-`stop_gradient`, so even a caller differentiating the composed tree gets exact zeros for them.
+The policy trains {"layers": {target: {a, b}}} (a LoRA PPO critic: `memjax.rl.critic`). The
+frozen tree passes through `stop_gradient`, so even a caller differentiating the composed tree
+gets exact zeros for it.
 """
 
 from __future__ import annotations
@@ -26,9 +25,6 @@ from memjax.models.decoder import decoder_abstract
 from memjax.models.lora import jit_merge_adapters, lora_abstract, with_adapters
 from memjax.models.params import flatten_with_names, init_params
 from memjax.parallel import TRAIN_RULES, param_shardings
-from memjax.rl.critic import critic_abstract
-
-_HEAD_KEYS = ("head", "bias")
 
 
 def compose_policy(frozen, adapters) -> dict:
@@ -36,35 +32,8 @@ def compose_policy(frozen, adapters) -> dict:
     return with_adapters(jax.lax.stop_gradient(frozen), adapters)
 
 
-def critic_trainable_abstract(cfg: DecoderConfig) -> dict:
-    """The critic's trainable tree under LoRA: its adapters and the value head."""
-    head = {k: v for k, v in critic_abstract(cfg).items() if k in _HEAD_KEYS}
-    return {"lora": lora_abstract(cfg), **head}
-
-
-def critic_frozen_abstract(cfg: DecoderConfig) -> dict:
-    return critic_abstract(cfg)["backbone"]
-
-
-def compose_critic(frozen_backbone, trainable) -> dict:
-    """The critic `critic_values` runs: {"backbone": frozen + adapters, "head", "bias"}."""
-    backbone = with_adapters(jax.lax.stop_gradient(frozen_backbone), trainable["lora"])
-    return {"backbone": backbone, **{k: trainable[k] for k in _HEAD_KEYS}}
-
-
-def critic_backbone_of(policy_base) -> dict:
-    """The policy base as a critic backbone (its output projection left out): the same arrays,
-    so policy and critic hold one frozen copy between them."""
-    return {k: v for k, v in policy_base.items() if k != "lm_head"}
-
-
 def init_policy_adapters(cfg: DecoderConfig, key: jax.Array) -> dict:
     return init_params(lora_abstract(cfg), key)
-
-
-def init_critic_trainable(cfg: DecoderConfig, key: jax.Array) -> dict:
-    """Fresh critic adapters (B = 0) and a zero value head, as `critic_from_policy` starts."""
-    return init_params(critic_trainable_abstract(cfg), key)
 
 
 def policy_step_kwargs(cfg: DecoderConfig, mesh=None, rules=TRAIN_RULES) -> dict:
@@ -73,20 +42,13 @@ def policy_step_kwargs(cfg: DecoderConfig, mesh=None, rules=TRAIN_RULES) -> dict
     return {"compose": compose_policy, "frozen_shardings": frozen_sh}
 
 
-def critic_step_kwargs(cfg: DecoderConfig, mesh=None, rules=TRAIN_RULES) -> dict:
-    """`critic_train_step(..., **these)` for a LoRA critic."""
-    frozen_sh = (
-        param_shardings(critic_frozen_abstract(cfg), mesh, rules) if mesh is not None else None
-    )
-    return {"compose": compose_critic, "frozen_shardings": frozen_sh}
-
-
 # ------------------------------------------------------------------------------ a run's frozen base
 
 
 class FrozenBase:
     """A LoRA run's frozen base: placed once on the mesh (train layout), shared by the policy
-    (adapters on), the KL reference (adapters off) and the critic's backbone, and described by
+    (adapters on), the KL reference (adapters off) and the PPO critic's backbone
+    (`memjax.rl.critic.critic_backbone_of`), and described by
     a pointer that the run's checkpoints carry (in their run spec) instead of the weights."""
 
     def __init__(
@@ -94,7 +56,6 @@ class FrozenBase:
     ):
         self.cfg = cfg
         self.policy_kwargs = policy_step_kwargs(cfg, mesh, rules)
-        self.critic_kwargs = critic_step_kwargs(cfg, mesh, rules)
         shardings = self.policy_kwargs["frozen_shardings"]
         self.params = jax.device_put(params, shardings) if shardings is not None else params
         self.pointer = base_pointer(self.params, cfg, source)
@@ -145,12 +106,6 @@ __all__ = [
     "base_pointer",
     "base_fingerprint",
     "compose_policy",
-    "compose_critic",
-    "critic_trainable_abstract",
-    "critic_frozen_abstract",
-    "critic_backbone_of",
     "init_policy_adapters",
-    "init_critic_trainable",
     "policy_step_kwargs",
-    "critic_step_kwargs",
 ]

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from memjax.sft.teachers.data_split import choose_split
+from memjax.experiments.teachers.data_split import choose_split
 
 
 def test_locomo_train_is_conv26_and_heldout_is_the_test_conversations():

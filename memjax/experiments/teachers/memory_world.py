@@ -25,10 +25,10 @@ from memjax.agents.memory_r1.raw_turns import raw_turn_bank
 from memjax.data.categories import ADVERSARIAL
 from memjax.data.locomo import load_locomo
 from memjax.data.locomo_types import Conversation
-from memjax.data.synthetic import SyntheticConfig, TrackEvent, generate_conversations
-from memjax.data.synthetic import generate_track_events as _track_events
+from memjax.experiments.synthetic import SyntheticConfig, TrackEvent, generate_conversations
+from memjax.experiments.synthetic import generate_track_events as _track_events
+from memjax.experiments.teachers.memory_oracles import FactOracle, ManagerOracle
 from memjax.memory.bank import MemoryBank
-from memjax.sft.teachers.memory_oracles import FactOracle, ManagerOracle
 
 
 def synthetic_source(seed: int, num_conversations: int, sessions: int) -> dict:

@@ -5,13 +5,13 @@ import pytest
 
 from memjax.agents.sampler_adapter import SamplerPolicy
 from memjax.agents.transcript import ChatFormat, chat_format
+from memjax.experiments.teachers import memory_roles as MR
+from memjax.experiments.teachers import search_roles as SR
+from memjax.experiments.teachers.model_teacher import BatchTeacher, ChatTeacher
+from memjax.experiments.teachers.token_stats import row_segments, row_tokens, token_counts
+from memjax.experiments.teachers.trajectory import Trajectory, message
+from memjax.experiments.teachers.verdict import RejectionTally, keep_full_reward
 from memjax.sampling.sampling_params import SamplingParams
-from memjax.sft.teachers import memory_roles as MR
-from memjax.sft.teachers import search_roles as SR
-from memjax.sft.teachers.model_teacher import BatchTeacher, ChatTeacher
-from memjax.sft.teachers.token_stats import row_segments, row_tokens, token_counts
-from memjax.sft.teachers.trajectory import Trajectory, message
-from memjax.sft.teachers.verdict import RejectionTally, keep_full_reward
 from tests.agents.conftest import tiny_decoder
 from tests.agents.memory_r1.helpers import ByteTokenizer
 from tests.sft.teachers.fixtures import memory_world, search_world

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from memjax.reproduce import tables as T
+from memjax.experiments.reproduce import tables as T
 
 SPLIT = {"name": "test", "sizes": {"test": 4, "scored": 4}, "how": "synthetic held-out seed 1"}
 

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from memjax.agents.transcript import TemplateMismatchError
-from memjax.sft.teachers.trajectory import Trajectory, trained
+from memjax.experiments.teachers.trajectory import Trajectory, trained
 
 
 def _turn_runs(context: Sequence[dict]) -> list[tuple[int, int]]:

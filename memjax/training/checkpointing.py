@@ -44,8 +44,8 @@ from etils import epath
 from memjax import distributed
 from memjax.errors import CheckpointError
 from memjax.log_filter import libraries_silenced, quiet_late_read_errors
-from memjax.rl import checkpoint_checks as checks
-from memjax.rl.checkpoint_checks import DamagedStep
+from memjax.training import checkpoint_checks as checks
+from memjax.training.checkpoint_checks import DamagedStep
 
 DAMAGED_DIR = "damaged"  # where skipped steps are moved (not a step name, so orbax ignores it)
 

@@ -9,8 +9,8 @@ import runpy
 
 import pytest
 
-from memjax.reproduce import job
-from memjax.reproduce.stages import DONE_FILE, LOG_FILE, REPO_ROOT
+from memjax.experiments.reproduce import job
+from memjax.experiments.reproduce.stages import DONE_FILE, LOG_FILE, REPO_ROOT
 from tests.agents.conftest import tiny_decoder
 
 WORDS = [
@@ -86,7 +86,7 @@ EXTRA = ";".join(
 
 def _locomo_file(path):
     """One two-session conversation in LoCoMo's format, standing in for a test conversation."""
-    from memjax.data.synthetic import SyntheticConfig, write_synthetic_locomo
+    from memjax.experiments.synthetic import SyntheticConfig, write_synthetic_locomo
 
     cfg = SyntheticConfig(num_conversations=1, seed=7, sessions_per_conversation=2)
     return write_synthetic_locomo(path, dataclasses.replace(cfg, id_prefix="locomo"))

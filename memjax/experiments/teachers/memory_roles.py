@@ -25,15 +25,20 @@ from memjax.agents.memory_r1.construction import build_banks, conversation_strea
 from memjax.agents.memory_r1.fact_parser import parse_facts
 from memjax.agents.memory_r1.policy import ChatPolicy
 from memjax.data.locomo_types import Conversation
-from memjax.sft.teachers.memory_oracles import (
+from memjax.experiments.teachers.memory_oracles import (
     answer_completion,
     evidence_memories,
     messages_key,
 )
-from memjax.sft.teachers.memory_world import MemoryWorld, answerable, data_tag
-from memjax.sft.teachers.synthetic_truth import bank_errors, fact_values, final_states, mentions
-from memjax.sft.teachers.trajectory import Trajectory, message
-from memjax.sft.teachers.verdict import Verdict, verdict_from_reward
+from memjax.experiments.teachers.memory_world import MemoryWorld, answerable, data_tag
+from memjax.experiments.teachers.synthetic_truth import (
+    bank_errors,
+    fact_values,
+    final_states,
+    mentions,
+)
+from memjax.experiments.teachers.trajectory import Trajectory, message
+from memjax.experiments.teachers.verdict import Verdict, verdict_from_reward
 
 
 def _chat(messages: Sequence[dict]) -> list[dict]:

@@ -18,10 +18,8 @@ from collections.abc import Iterable, Sequence
 from memjax.agents.memory_r1.answer_prompt import ANSWER_MARKER
 from memjax.agents.memory_r1.construction import StreamTurn, fact_messages
 from memjax.agents.memory_r1.manager_prompt import MANAGER_INSTRUCTIONS, render_manager_prompt
-from memjax.data.synthetic import TrackEvent
-from memjax.memory import ops as bank_ops
-from memjax.memory.bank import MemoryBank
-from memjax.sft.teachers.synthetic_truth import (
+from memjax.experiments.synthetic import TrackEvent
+from memjax.experiments.teachers.synthetic_truth import (
     ADD,
     CHANGE_OP,
     DELETE,
@@ -30,6 +28,8 @@ from memjax.sft.teachers.synthetic_truth import (
     mentions,
     new_memory,
 )
+from memjax.memory import ops as bank_ops
+from memjax.memory.bank import MemoryBank
 
 SELECTED_HEADER = "**Memories selected as relevant:**"
 

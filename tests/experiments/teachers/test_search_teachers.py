@@ -3,9 +3,9 @@ the real episodes and retriever; corrupted trajectories are rejected and counted
 
 import copy
 
-from memjax.sft.teachers import search_roles as S
-from memjax.sft.teachers.trajectory import read_trajectories, write_trajectories
-from memjax.sft.teachers.verdict import RejectionTally, keep_full_reward
+from memjax.experiments.teachers import search_roles as S
+from memjax.experiments.teachers.trajectory import read_trajectories, write_trajectories
+from memjax.experiments.teachers.verdict import RejectionTally, keep_full_reward
 from tests.sft.teachers.fixtures import search_world
 
 REPLAY = {"memsearcher": S.replay_memsearcher, "search_r1": S.replay_search_r1}
