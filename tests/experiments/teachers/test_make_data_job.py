@@ -11,7 +11,7 @@ import pytest
 from memjax import jobs
 from memjax.errors import DataError
 from memjax.experiments.teachers.trajectory import read_trajectories
-from tests.sft.teachers.fixtures import write_hotpot
+from tests.experiments.teachers.fixtures import write_hotpot
 
 CONFIG = Path(__file__).resolve().parents[3] / "configs" / "sft_data_cpu.py"
 
@@ -48,7 +48,7 @@ def test_make_data_writes_trajectories_and_summary(tmp_path, capsys):
     # Splits are named in the output and on every trajectory; HotpotQA's train part is what
     # memsearcher.eval does not hold out (2 of the 3 questions, cut by id), never the other.
     from memjax.data.splits import held_out_ids
-    from tests.sft.teachers.fixtures import HOTPOT_ROWS
+    from tests.experiments.teachers.fixtures import HOTPOT_ROWS
 
     all_ids = [r["id"] for r in HOTPOT_ROWS]
     train_ids = set(all_ids) - held_out_ids(all_ids, 0.2, 0)

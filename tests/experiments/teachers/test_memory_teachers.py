@@ -12,7 +12,7 @@ from memjax.experiments.teachers.memory_world import MemoryWorld, locomo_source
 from memjax.experiments.teachers.trajectory import read_trajectories, write_trajectories
 from memjax.experiments.teachers.verdict import RejectionTally, keep_full_reward
 from tests.agents.memory_r1.helpers import BagOfWords
-from tests.sft.teachers.fixtures import memory_world
+from tests.experiments.teachers.fixtures import memory_world
 
 
 def _keep(world, role, trajectories):

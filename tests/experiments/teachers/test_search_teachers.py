@@ -6,7 +6,7 @@ import copy
 from memjax.experiments.teachers import search_roles as S
 from memjax.experiments.teachers.trajectory import read_trajectories, write_trajectories
 from memjax.experiments.teachers.verdict import RejectionTally, keep_full_reward
-from tests.sft.teachers.fixtures import search_world
+from tests.experiments.teachers.fixtures import search_world
 
 REPLAY = {"memsearcher": S.replay_memsearcher, "search_r1": S.replay_search_r1}
 

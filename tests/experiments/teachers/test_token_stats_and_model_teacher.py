@@ -14,7 +14,7 @@ from memjax.experiments.teachers.verdict import RejectionTally, keep_full_reward
 from memjax.sampling.sampling_params import SamplingParams
 from tests.agents.conftest import tiny_decoder
 from tests.agents.memory_r1.helpers import ByteTokenizer
-from tests.sft.teachers.fixtures import memory_world, search_world
+from tests.experiments.teachers.fixtures import memory_world, search_world
 
 
 @pytest.mark.heavy
