@@ -19,7 +19,12 @@ def get_config() -> ConfigDict:
     # Any batch is answered (Search-R1 sends 2,560 queries at once), this many at a time.
     config.query_chunk = 256
     config.max_body_bytes = 1 << 20
-    config.read_timeout = 30.0  # seconds a client may take to send its body
+    config.deadline = 30.0  # seconds from a request's first byte to its answer
+    config.workers = 4  # search threads; more than max_pending waiting requests get 503
+    config.max_pending = 64
+    # The answer's size: queries x k, and the characters of its passages (413 beyond).
+    config.max_results = 20_000
+    config.max_answer_chars = 32 << 20
     # Empty source: the encoder recorded in the index's meta.json.
     config.encoder = ConfigDict({"source": "", "layout": "", "batch_size": 64})
     return config

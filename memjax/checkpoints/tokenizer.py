@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memjax.model_errors import WeightsNotFoundError
+from memjax.text import valid_text
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # memjax never downloads at run time
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
@@ -38,7 +39,8 @@ class Tokenizer:
         return len(self.hf)
 
     def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
-        return list(self.hf.encode(text, add_special_tokens=add_special_tokens))
+        # Model output can carry lone surrogates or NUL; the Rust tokenizer raises on them.
+        return list(self.hf.encode(valid_text(text), add_special_tokens=add_special_tokens))
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
         return self.hf.decode(list(ids), skip_special_tokens=skip_special_tokens)

@@ -9,7 +9,11 @@
 
 An invalid op (unknown kind, unknown or missing id, empty text, ...) is rejected: the bank is
 unchanged, `bank.rejected[reason]` counts it, and the log records it like any other op. Each op
-advances `bank.step` by one, accepted or not, so step numbers order the log.
+advances `bank.step` by one, accepted or not, so step numbers order the log. An op that raises
+(its embedder fails, or an explicit embedding is not a finite [D] vector) leaves the bank
+exactly as it was: no step, no record, no entry. Texts (op fields, text queries) pass through
+`memjax.text.valid_text` first, so a lone surrogate in model output is stored as U+FFFD, not a
+crash; `bank.repaired_texts` counts the ops and queries whose text needed it.
 
 Embeddings live in one index per owner (`AutoIndex`: exact search for small banks, ScaNN for
 large ones), so a per-speaker search is exact in its candidate set and never filters a global
@@ -32,6 +36,7 @@ from memjax.memory import ops as O
 from memjax.memory.index import AutoIndex, ScannParams
 from memjax.memory.oplog import OpRecord
 from memjax.memory.ops import MemoryOp, OpResult, Provenance
+from memjax.text import valid_text
 
 
 @dataclasses.dataclass
@@ -63,6 +68,7 @@ class BankSnapshot:
     next_id: int
     rejected: tuple[tuple[str, int], ...]
     log: tuple[OpRecord, ...]
+    repaired_texts: int = 0
 
 
 class MemoryBank:
@@ -95,6 +101,7 @@ class MemoryBank:
         self._next_id = 0
         self.rejected: Counter[str] = Counter()
         self.log: list[OpRecord] = []
+        self.repaired_texts = 0
 
     # ------------------------------------------------------------------ reading
 
@@ -132,7 +139,9 @@ class MemoryBank:
         if isinstance(queries[0], str):
             if self.embedder is None:
                 raise ValueError("text queries need a bank with an embedder")
-            q = self.embedder.encode(list(queries), kind="query")
+            texts = [valid_text(t) for t in queries]
+            self.repaired_texts += sum(a is not b for a, b in zip(texts, queries))
+            q = self.embedder.encode(texts, kind="query")
         else:
             q = np.asarray(queries, np.float32).reshape(len(queries), self.dim)
         owners = [owner] if owner is not None else list(self._indexes)
@@ -152,6 +161,7 @@ class MemoryBank:
     def apply(self, op: MemoryOp, provenance: Provenance | None = None, embedding=None) -> OpResult:
         """Validates and applies one op; `embedding` ([D]) skips the embedder for ADD/UPDATE."""
         vector = None
+        op = self._valid_fields(op)
         if embedding is not None:
             vector = np.asarray(embedding, np.float32).reshape(self.dim)
         return self._apply(op, provenance or Provenance(), vector)
@@ -164,7 +174,9 @@ class MemoryBank:
     ) -> list[OpResult]:
         """Applies ops in order (later ops see earlier ones), embedding all their texts in one
         batch. `provenance`: one for all ops, or one per op. `embeddings`: [len(ops), D] to
-        skip the embedder."""
+        skip the embedder. The texts are embedded before any op applies: when embedding
+        raises, no op of the batch has changed the bank."""
+        ops = [self._valid_fields(op) for op in ops]
         if embeddings is None:
             texts = [op.text for op in ops if _wants_vector(op)]
             vecs = iter(self._embed(texts)) if texts else iter(())
@@ -176,6 +188,21 @@ class MemoryBank:
         if len(provenance) != len(ops):
             raise ValueError(f"{len(ops)} ops but {len(provenance)} provenances")
         return [self._apply(op, p, v) for op, p, v in zip(ops, provenance, vectors)]
+
+    def _valid_fields(self, op):
+        """`op` with its text fields made valid text (memjax.text), counted when changed."""
+        if not isinstance(op, MemoryOp):
+            return op
+        fields = {
+            name: valid_text(value)
+            for name in ("id", "text", "owner", "timestamp")
+            if isinstance(value := getattr(op, name), str)
+        }
+        changed = {k: v for k, v in fields.items() if v is not getattr(op, k)}
+        if not changed:
+            return op
+        self.repaired_texts += 1
+        return dataclasses.replace(op, **changed)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         if self.embedder is None:
@@ -210,15 +237,17 @@ class MemoryBank:
     def _apply(self, op: MemoryOp, prov: Provenance, vector) -> OpResult:
         if prov.time is None:
             prov = dataclasses.replace(prov, time=float(self.clock()))
-        self.step += 1
         reason = self._validate(op)
         before = None
         memory_id = op.id if isinstance(op, MemoryOp) and isinstance(op.id, str) else None
         if reason is None and op.kind in (O.ADD, O.UPDATE):
+            # Everything that can raise comes before the first change of state (step included),
+            # so a failed op leaves the bank exactly as it was and it still saves and loads.
             if vector is None:
                 vector = self._embed([op.text])[0]
             if vector.shape != (self.dim,) or not np.isfinite(vector).all():
                 raise ValueError(f"embedding must be a finite [{self.dim}] vector")
+        self.step += 1
         if reason is not None:
             self.rejected[reason] += 1
         elif op.kind == O.ADD:
@@ -280,6 +309,7 @@ class MemoryBank:
             next_id=self._next_id,
             rejected=tuple(sorted(self.rejected.items())),
             log=tuple(self.log),
+            repaired_texts=self.repaired_texts,
         )
 
     def restore(self, snap: BankSnapshot) -> None:
@@ -295,6 +325,7 @@ class MemoryBank:
         self._next_id = snap.next_id
         self.rejected = Counter(dict(snap.rejected))
         self.log = list(snap.log)
+        self.repaired_texts = snap.repaired_texts
 
 
 def _wants_vector(op) -> bool:

@@ -34,6 +34,7 @@ def write_snapshot(snap: BankSnapshot, dim: int, directory: Path) -> None:
         "step": snap.step,
         "next_id": snap.next_id,
         "rejected": dict(snap.rejected),
+        "repaired_texts": snap.repaired_texts,
         "entries": list(snap.entries),
     }
     (directory / "bank.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
@@ -54,6 +55,9 @@ def read_snapshot(directory: Path) -> tuple[BankSnapshot, int]:
             f"{meta_file} is at step {step} and every operation logs one record: the log was "
             "cut or records were lost"
         )
+    repaired = meta.get("repaired_texts", 0)  # banks saved before the count existed have none
+    if not _count(repaired):
+        raise DataFileError(f'{meta_file}: "repaired_texts" must be a count, got {repaired!r}')
     snap = BankSnapshot(
         entries=entries,
         vectors=vectors,
@@ -61,6 +65,7 @@ def read_snapshot(directory: Path) -> tuple[BankSnapshot, int]:
         next_id=meta["next_id"],
         rejected=tuple(sorted(meta["rejected"].items())),
         log=tuple(log),
+        repaired_texts=repaired,
     )
     return snap, meta["dim"]
 

@@ -16,6 +16,7 @@ corpus and encoder (None) or what differs, for jobs that reuse an index they bui
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import threading
 import time
@@ -28,6 +29,9 @@ from memjax.errors import DataFileError
 from memjax.fingerprint import differences, file_identity
 from memjax.memory.atomic import atomic_save, latest_snapshot
 from memjax.memory.index import ExactIndex, ScannIndex, ScannParams, read_index
+from memjax.text import valid_text
+
+log = logging.getLogger(__name__)
 
 
 class CorpusError(DataFileError):
@@ -169,6 +173,10 @@ class Retriever:
         self.index, self.docs, self.embedder = index, docs, embedder
         self.meta = meta or {}
         self._lock = threading.Lock()  # one search at a time: ScaNN and XLA use every core
+        # Queries that could not be searched (answered with no passages), and queries whose
+        # text was repaired by memjax.text.valid_text before embedding.
+        self.failed_queries = 0
+        self.repaired_queries = 0
 
     def __len__(self) -> int:
         return len(self.docs)
@@ -194,13 +202,27 @@ class Retriever:
         return cls(index, docs, embedder, meta)
 
     def search_docs(self, queries: Sequence[str], k: int) -> list[list[tuple[dict, float]]]:
-        """Top-k (corpus row, score) per query, best first."""
+        """Top-k (corpus row, score) per query, best first. A query that cannot be searched
+        gets no passages and is counted in `failed_queries`; the rest of the batch is answered."""
         if not len(queries):
             return []
+        texts = [valid_text(q) for q in queries]
         with self._lock:
-            vectors = self.embedder.encode(list(queries), kind="query")
-            hits = self.index.search(vectors, k)
+            self.repaired_queries += sum(a is not b for a, b in zip(texts, queries))
+            try:
+                hits = self.index.search(self.embedder.encode(texts, kind="query"), k)
+            except Exception:  # one bad query must not fail the others: search them one by one
+                log.warning("a batch of %d queries failed; searching one at a time", len(texts))
+                hits = [self._search_one(text, k) for text in texts]
         return [[(self.docs[h.id], h.score) for h in row] for row in hits]
+
+    def _search_one(self, text: str, k: int) -> list:
+        try:
+            return self.index.search(self.embedder.encode([text], kind="query"), k)[0]
+        except Exception:
+            self.failed_queries += 1
+            log.warning("query %r could not be searched", text[:80], exc_info=True)
+            return []
 
     def search(self, queries: Sequence[str], k: int) -> list[list[dict]]:
         """Top-k passages {"id", "contents", "score"} per query (memjax.agents.retrieval)."""

@@ -24,6 +24,7 @@ from memjax.checkpoints import packaged
 from memjax.checkpoints.encoder_io import load_hf_encoder
 from memjax.models.encoder import jit_embed
 from memjax.models.encoder_config import EmbeddingRecipe, EncoderConfig, recipe_from_dir
+from memjax.text import valid_text
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -110,7 +111,8 @@ class Embedder:
 
     def tokenize(self, texts: Sequence[str], kind: str = "passage") -> list[list[int]]:
         prefix = self.recipe.prefix(kind)
-        encodings = self.tokenizer.encode_batch([prefix + t for t in texts])
+        # valid_text: a lone surrogate in one text would make the Rust tokenizer raise for all.
+        encodings = self.tokenizer.encode_batch([prefix + valid_text(t) for t in texts])
         return [e.ids for e in encodings]
 
     def encode(

@@ -7,32 +7,45 @@
         -> [{"id", "contents"}, ...], or [[docs...], [scores...]] with scores  [MemSearcher]
     POST /batch_search   {"query": [str], "top_n": int = 10, "return_score": bool = false}
         -> [[docs...], ...], or [[[docs...], ...], [[scores...], ...]] with scores
-    GET  /health         {"status": "ok", "documents": N}
+    GET  /health         {"status": "ok", "documents": N, "pending": n, "failed_queries": n,
+                          "repaired_queries": n}
 
 The defaults are those of the reference servers (Search-R1 topk 3; MemSearcher top_n 10, which
 agents get when a model omits `top_n`). As in those servers (pydantic models), unknown fields
 are ignored and numbers written as strings ("5") are accepted; an empty or blank `/search`
-query is refused, as MemSearcher's server does. Any batch size is answered: Search-R1's trainer
-sends its whole rollout batch (512 prompts x 5 = 2,560 queries) in one `/retrieve`, so queries
-are embedded and searched `query_chunk` at a time, and only `max_body_bytes` bounds a request.
+query is refused, as MemSearcher's server does. Search-R1's trainer sends its whole rollout
+batch (512 prompts x 5 = 2,560 queries) in one `/retrieve`, so queries are embedded and
+searched `query_chunk` at a time. Query texts pass through `memjax.text.valid_text` (a lone
+surrogate is searched as U+FFFD); a query that still cannot be searched gets no passages and
+is counted (`failed_queries` in /health), and the rest of the batch is answered.
 
-Every error is JSON {"error": message}, whatever its status: 400 for a body that is not JSON
-(also: nested deeper than 64 levels, integers of more than 18 digits; see
-memjax.bounded_input) or holds wrong values, 404 unknown path, 408 a body that does not arrive
-within `read_timeout` seconds, 411/413 a missing or too large Content-Length, 501 an
-unsupported method, 500 a failure of the server itself. A failing request never stops the
-server. Bound to 127.0.0.1 unless told otherwise.
+FastAPI on uvicorn (`memjax.http_bounds`), with every request's work bounded:
+- one deadline per request, from its first byte to its answer (`deadline` seconds): headers
+  or body that do not arrive by then get 408, a search not done by then 503;
+- searches run on a pool of `workers` threads; more than `max_pending` requests waiting for
+  it are refused 503 at once, rather than queued without end;
+- the request: `max_body_bytes` (413); the answer: queries x k at most `max_results` (413,
+  refused before searching) and the passages' text at most `max_answer_chars` (413).
+
+Every error is JSON {"error": message}: 400 for a body that is not JSON (also: nested deeper
+than 64 levels, integers of more than 18 digits; see memjax.bounded_input), holds wrong values,
+or comes with conflicting Content-Length headers; 404 unknown path, 405 a method the path does
+not take, 408/411/413/503 as above, 500 a failure of the server itself. A failing request never
+stops the server. Bound to 127.0.0.1 unless told otherwise.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-import signal
-import threading
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+from starlette.exceptions import HTTPException
 
 from memjax.bounded_input import (
     HUGE_NUMBER,
@@ -43,13 +56,47 @@ from memjax.bounded_input import (
     loads,
 )
 from memjax.errors import StaleArtefactError
+from memjax.http_bounds import (
+    BoundedServer,
+    HttpLimits,
+    json_error,
+    read_body,
+    until_deadline,
+)
 from memjax.memory.corpus import Retriever, read_index_meta
+from memjax.text import valid_text
 
 log = logging.getLogger(__name__)
 
 
 class BadRequest(ValueError):
-    pass
+    status = 400
+
+
+class AnswerTooLarge(BadRequest):
+    status = 413
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What one request may cost the server."""
+
+    deadline: float = 30.0  # seconds from a request's first byte to its answer
+    max_body_bytes: int = 1 << 20
+    workers: int = 4  # threads that search (the retriever itself searches one batch at a time)
+    max_pending: int = 64  # requests waiting for a worker before new ones get 503
+    # queries x k per request: Search-R1's 2,560 queries x topk 3 = 7,680 pass; 64 queries x
+    # 1,000 (an 808-byte request) would not.
+    max_results: int = 20_000
+    max_answer_chars: int = 32 << 20  # the passages' text in one answer
+
+    def __post_init__(self):
+        for name in ("workers", "max_pending", "max_results", "max_answer_chars"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+
+    def http(self) -> HttpLimits:
+        return HttpLimits(self.deadline, self.max_body_bytes)
 
 
 _BODY_REFUSED = {
@@ -99,7 +146,7 @@ def _texts(body: dict, key: str, many: bool) -> list[str]:
         return value
     if not isinstance(value, str):
         raise BadRequest(f'"{key}" must be a string')
-    if not value.strip():
+    if not valid_text(value).strip():
         raise BadRequest(f'"{key}" must not be empty')  # as MemSearcher's server answers
     return [value]
 
@@ -114,12 +161,15 @@ class RetrievalService:
         default_top_n: int = 10,
         max_k: int = 1000,
         query_chunk: int = 256,
+        max_results: int = ServerLimits.max_results,
+        max_answer_chars: int = ServerLimits.max_answer_chars,
     ):
         if query_chunk < 1:
             raise ValueError(f"query_chunk must be at least 1, got {query_chunk}")
         self.retriever = retriever
         self.default_topk, self.default_top_n = default_topk, default_top_n
         self.max_k, self.query_chunk = max_k, query_chunk
+        self.max_results, self.max_answer_chars = max_results, max_answer_chars
 
     def handle(self, path: str, body: Any) -> Any:
         if not isinstance(body, dict):
@@ -132,12 +182,31 @@ class RetrievalService:
             return self.search(body, many=True)
         raise LookupError(path)
 
+    def stats(self) -> dict:
+        return {
+            "failed_queries": getattr(self.retriever, "failed_queries", 0),
+            "repaired_queries": getattr(self.retriever, "repaired_queries", 0),
+        }
+
     def _search_docs(self, queries: list[str], k: int) -> list[list[tuple[dict, float]]]:
         """search_docs over `query_chunk` queries at a time: memory stays bounded by the
-        chunk (its [chunk, D] embeddings and [chunk, k] hits), not by the request."""
-        results = []
+        chunk (its [chunk, D] embeddings and [chunk, k] hits), not by the request; the
+        answer by `max_results` and `max_answer_chars`."""
+        if len(queries) * k > self.max_results:
+            raise AnswerTooLarge(
+                f"{len(queries)} queries x k {k} = {len(queries) * k} results, over the "
+                f"server's {self.max_results} per request; send fewer queries or a smaller k"
+            )
+        results, chars = [], 0
         for start in range(0, len(queries), self.query_chunk):
-            results += self.retriever.search_docs(queries[start : start + self.query_chunk], k)
+            chunk = self.retriever.search_docs(queries[start : start + self.query_chunk], k)
+            chars += sum(len(doc["contents"]) for row in chunk for doc, _ in row)
+            if chars > self.max_answer_chars:
+                raise AnswerTooLarge(
+                    f"the answer's passages exceed {self.max_answer_chars} characters; "
+                    "send fewer queries or a smaller k"
+                )
+            results += chunk
         return results
 
     def retrieve(self, body: dict) -> dict:
@@ -163,99 +232,70 @@ class RetrievalService:
         return [docs, values] if scores else docs
 
 
-def make_handler(service: RetrievalService, max_body_bytes: int, read_timeout: float):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        timeout = read_timeout  # socket timeout on every read: a stalled client cannot hold us
+def _answer(service: RetrievalService, path: str, raw: bytes, max_chars: int) -> tuple[int, Any]:
+    """(status, JSON bytes or error payload) for one POST body; runs on a worker thread."""
+    body, reason = loads(raw, max_chars=max_chars)
+    if reason is not None:
+        detail = _BODY_REFUSED.get(reason, "")
+        return 400, {"error": "the body is not valid JSON" + (f" ({detail})" if detail else "")}
+    try:
+        payload = service.handle(path, body)
+    except BadRequest as e:
+        return e.status, {"error": str(e)}
+    return 200, json.dumps(payload, ensure_ascii=False).encode()
 
-        def _send(self, status: int, payload: Any) -> None:
-            data = json.dumps(payload, ensure_ascii=False).encode()
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                if self.close_connection:
-                    self.send_header("Connection", "close")
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                # The client gave up (its own timeout) before the answer: nobody to send to.
-                self.close_connection = True
 
-        def send_error(self, code, message=None, explain=None):
-            """http.server's own errors (bad request line, unsupported method, ...) as JSON,
-            not its HTML page. A request line too broken to name a version is answered as
-            HTTP/1.0 (http.server would assume 0.9, which has no status line at all)."""
-            self.close_connection = True
-            if self.request_version == "HTTP/0.9":
-                self.request_version = "HTTP/1.0"
-            try:
-                phrase = HTTPStatus(code).phrase
-            except ValueError:
-                phrase = "error"
-            self._send(int(code), {"error": message or phrase})
+def make_app(service: RetrievalService, limits: ServerLimits) -> FastAPI:
+    """The FastAPI application: the three POST routes, /health and JSON errors."""
+    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+    pool = ThreadPoolExecutor(limits.workers, thread_name_prefix="retrieval")
+    http_limits = limits.http()
+    pending = [0]  # requests holding or waiting for a worker (touched on the event loop only)
+    app.state.pool = pool
 
-        def do_GET(self):  # noqa: N802 (http.server's naming)
-            if self.path == "/health":
-                self._send(200, {"status": "ok", "documents": len(service.retriever)})
-            else:
-                self._send(404, {"error": f"unknown path {self.path}"})
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException):
+        if exc.status_code == 404:
+            return json_error(404, f"unknown path {request.url.path}")
+        if exc.status_code == 405:
+            return json_error(405, f"{request.method} is not served on {request.url.path}")
+        return json_error(exc.status_code, str(exc.detail))
 
-        def do_POST(self):  # noqa: N802
-            try:
-                status, payload = self._answer_post()
-            except Exception as e:  # a bug in one request must not take the server down
-                log.exception("retrieval request failed")
-                self.close_connection = True
-                status, payload = 500, {"error": f"{type(e).__name__}: {e}"}
-            self._send(status, payload)
+    @app.exception_handler(Exception)
+    async def server_error(request: Request, exc: Exception):
+        log.error("retrieval request failed", exc_info=exc)
+        return json_error(500, f"{type(exc).__name__}: {exc}", close=True)
 
-        def _answer_post(self) -> tuple[int, Any]:
-            length = ascii_int(self.headers.get("Content-Length"))
-            if length is None:
-                self.close_connection = True
-                return 411, {"error": "a Content-Length header is required"}
-            if length > max_body_bytes:
-                self.close_connection = True  # the unread body must not be parsed as a request
-                return 413, {"error": f"body over {max_body_bytes} bytes"}
-            raw = self._read_body(length)
-            if len(raw) < length:
-                self.close_connection = True
-                return 408, {
-                    "error": f"the body ended after {len(raw)} of {length} bytes "
-                    f"(Content-Length), or did not arrive within {read_timeout} s"
-                }
-            body, reason = loads(raw, max_chars=max_body_bytes)
-            if reason is not None:
-                detail = _BODY_REFUSED.get(reason, "")
-                return 400, {
-                    "error": "the body is not valid JSON" + (f" ({detail})" if detail else "")
-                }
-            try:
-                return 200, service.handle(self.path, body)
-            except BadRequest as e:
-                return 400, {"error": str(e)}
-            except LookupError:
-                return 404, {"error": f"unknown path {self.path}"}
+    @app.get("/health")
+    async def health():
+        stats = service.stats()
+        return {"status": "ok", "documents": len(service.retriever), "pending": pending[0], **stats}
 
-        def _read_body(self, length: int) -> bytes:
-            """Up to `length` bytes; fewer when the client closes or stalls past the timeout."""
-            chunks, received = [], 0
-            try:
-                while received < length:
-                    chunk = self.rfile.read1(length - received)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                    received += len(chunk)
-            except TimeoutError:
-                pass
-            return b"".join(chunks)
+    async def post(request: Request):
+        raw, error = await read_body(request, http_limits)
+        if error is not None:
+            return error
+        if pending[0] >= limits.max_pending:
+            return json_error(503, f"busy: {pending[0]} requests are already waiting")
+        pending[0] += 1
+        loop = asyncio.get_running_loop()
+        work = loop.run_in_executor(
+            pool, _answer, service, request.url.path, raw, limits.max_body_bytes
+        )
+        work.add_done_callback(lambda _: pending.__setitem__(0, pending[0] - 1))
+        try:
+            status, payload = await until_deadline(request, http_limits, work)
+        except TimeoutError:
+            return json_error(
+                503, f"not answered within the request deadline of {limits.deadline:g} s"
+            )
+        if status != 200:
+            return json_error(status, payload["error"])
+        return Response(payload, media_type="application/json")
 
-        def log_message(self, fmt, *args):
-            log.debug("%s " + fmt, self.address_string(), *args)
-
-    return Handler
+    for path in ("/retrieve", "/search", "/batch_search"):
+        app.add_api_route(path, post, methods=["POST"])
+    return app
 
 
 def make_server(
@@ -263,13 +303,25 @@ def make_server(
     host: str = "127.0.0.1",
     port: int = 8000,
     max_body_bytes: int = 1 << 20,
-    read_timeout: float = 30.0,
-) -> ThreadingHTTPServer:
-    """A bound, not yet serving, threaded server (port 0 picks a free port)."""
-    handler = make_handler(service, max_body_bytes, read_timeout)
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
-    return server
+    deadline: float = 30.0,
+    limits: ServerLimits | None = None,
+) -> BoundedServer:
+    """A bound, not yet serving, server (port 0 picks a free port); `limits` overrides
+    `max_body_bytes` and `deadline`. The service's answer limits come from its own fields."""
+    limits = limits or ServerLimits(deadline=deadline, max_body_bytes=max_body_bytes)
+    return BoundedServer(make_app(service, limits), limits.http(), host, port)
+
+
+def _limits(config) -> ServerLimits:
+    defaults = ServerLimits()
+    return ServerLimits(
+        deadline=float(config.get("deadline", defaults.deadline)),
+        max_body_bytes=int(config.get("max_body_bytes", defaults.max_body_bytes)),
+        workers=int(config.get("workers", defaults.workers)),
+        max_pending=int(config.get("max_pending", defaults.max_pending)),
+        max_results=int(config.get("max_results", defaults.max_results)),
+        max_answer_chars=int(config.get("max_answer_chars", defaults.max_answer_chars)),
+    )
 
 
 def serve_job(config, workdir) -> None:
@@ -277,6 +329,7 @@ def serve_job(config, workdir) -> None:
     del workdir
     from memjax.memory.embedder import Embedder
 
+    limits = _limits(config)
     embedder = None
     built_with = (read_index_meta(config.index_dir).get("encoder") or {}).get("source")
     if config.encoder.source and built_with and config.encoder.source != built_with:
@@ -293,21 +346,18 @@ def serve_job(config, workdir) -> None:
         )
     retriever = Retriever.load(config.index_dir, embedder)
     service = RetrievalService(
-        retriever, config.topk, config.top_n, config.max_k, config.query_chunk
+        retriever,
+        config.topk,
+        config.top_n,
+        config.max_k,
+        config.query_chunk,
+        limits.max_results,
+        limits.max_answer_chars,
     )
-    server = make_server(
-        service, config.host, config.port, config.max_body_bytes, config.read_timeout
-    )
+    server = make_server(service, config.host, config.port, limits=limits)
     host, port = server.server_address[:2]
     print(f"serving {len(retriever)} documents on http://{host}:{port}", flush=True)
-
-    def stop(*_):
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop)
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+        server.serve_forever()  # uvicorn stops on SIGINT / SIGTERM
     finally:
         server.server_close()

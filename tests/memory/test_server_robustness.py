@@ -5,9 +5,11 @@ A bag-of-words embedder and an exact index stand in for MiniLM and ScaNN, so the
 queries take milliseconds; the real encoder and index are served in test_server.py."""
 
 import json
+import select
 import socket
 import threading
 import time
+import urllib.request
 
 import numpy as np
 import pytest
@@ -15,9 +17,9 @@ import pytest
 from memjax.memory.client import post_json
 from memjax.memory.corpus import Retriever
 from memjax.memory.index import ExactIndex
-from memjax.memory.server import RetrievalService, make_server
+from memjax.memory.server import BadRequest, RetrievalService, ServerLimits, make_server
 
-READ_TIMEOUT = 1.0
+DEADLINE = 1.0
 DOCS = {
     f"d{i}": {"id": f"d{i}", "contents": f'"Title {i}"\nword{i} topic{i % 5}'} for i in range(50)
 }
@@ -49,7 +51,7 @@ def server():
     index = ExactIndex(embedder.dim)
     index.upsert(list(DOCS), embedder.encode([d["contents"] for d in DOCS.values()]))
     service = RetrievalService(Retriever(index, DOCS, embedder), query_chunk=100)
-    srv = make_server(service, "127.0.0.1", 0, max_body_bytes=1 << 20, read_timeout=READ_TIMEOUT)
+    srv = make_server(service, "127.0.0.1", 0, max_body_bytes=1 << 20, deadline=DEADLINE)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     yield srv.server_address[:2]
     srv.shutdown()
@@ -68,9 +70,9 @@ def _exchange(address, request: bytes, wait: float = 10.0) -> tuple[int, dict, f
             data += chunk
         head, body = data.split(b"\r\n\r\n", 1)
         lines = head.decode("latin-1").split("\r\n")
-        headers = dict(line.split(": ", 1) for line in lines[1:])
-        assert headers["Content-Type"] == "application/json"
-        while len(body) < int(headers["Content-Length"]):
+        headers = {k.lower(): v for k, v in (line.split(": ", 1) for line in lines[1:])}
+        assert headers["content-type"] == "application/json"
+        while len(body) < int(headers["content-length"]):
             chunk = s.recv(65536)
             assert chunk, "connection closed mid-response"
             body += chunk
@@ -108,11 +110,11 @@ MALFORMED = [
     ("invalid utf-8", _post("/search", b'{"query": "\xff"}'), 400, "not valid JSON"),
     ("empty query", _post("/search", b'{"query": ""}'), 400, "must not be empty"),
     ("blank query", _post("/search", b'{"query": " \\n\\t "}'), 400, "must not be empty"),
-    ("PUT", b"PUT /search HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 501, "PUT"),
-    ("DELETE", b"DELETE /search HTTP/1.1\r\nHost: x\r\n\r\n", 501, "DELETE"),
-    ("unknown method", b"FROB /search HTTP/1.1\r\nHost: x\r\n\r\n", 501, "FROB"),
+    ("PUT", b"PUT /search HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 405, "PUT"),
+    ("DELETE", b"DELETE /search HTTP/1.1\r\nHost: x\r\n\r\n", 405, "DELETE"),
+    ("unknown method", b"FROB /search HTTP/1.1\r\nHost: x\r\n\r\n", 405, "FROB"),
     ("garbage request line", b"GARBAGE\r\n\r\n", 400, "request"),
-    ("length '²'", b"POST /search HTTP/1.1\r\nContent-Length: \xc2\xb2\r\n\r\n{}", 411, "Length"),
+    ("length '²'", b"POST /search HTTP/1.1\r\nContent-Length: \xc2\xb2\r\n\r\n{}", 400, "Length"),
     ("no length", b"POST /search HTTP/1.1\r\nHost: x\r\n\r\n", 411, "Length"),
     ("too long", _post("/search", b"", length=1 << 30), 413, "over"),
 ]
@@ -132,7 +134,7 @@ def test_malformed_request_gets_json_4xx_and_the_server_keeps_serving(
 def test_body_shorter_than_its_length_times_out_with_408(server):
     code, payload, seconds = _exchange(server, _post("/search", b'{"query": "wo', length=100))
     assert code == 408 and "13 of 100 bytes" in payload["error"]
-    assert READ_TIMEOUT <= seconds < READ_TIMEOUT + 5
+    assert DEADLINE <= seconds < DEADLINE + 5
     _still_serving(server)
 
 
@@ -155,3 +157,136 @@ def test_search_r1_sized_batch_is_answered_in_full(server):
         assert top["document"]["contents"].split("\n")[0] == f'"Title {i % 50}"'
         alone = post_json(url, {"queries": [queries[i]], "topk": 3, "return_scores": True})
         assert alone["result"][0] == out["result"][i]
+
+
+def _trickle(address, request: bytes, every: float = 0.2) -> tuple[int, dict, float]:
+    """Sends `request` one byte every `every` seconds until the server answers; (status,
+    payload, seconds from the first byte to the answer)."""
+    t0 = time.perf_counter()
+    with socket.create_connection(address, timeout=30) as s:
+        for byte in request:
+            try:
+                s.sendall(bytes([byte]))
+            except OSError:  # the server answered and closed
+                break
+            if select.select([s], [], [], every)[0]:
+                break
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    seconds = time.perf_counter() - t0
+    head, body = data.split(b"\r\n\r\n", 1)
+    return int(head.split()[1]), json.loads(body), seconds
+
+
+@pytest.mark.parametrize(
+    "name, request_bytes",
+    [
+        ("headers", b"POST /search HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100 + b"\r\n\r\n"),
+        ("body", _post("/search", b'{"query": "word7", "top_n": 1}' + b" " * 100)),
+    ],
+)
+def test_slow_loris_is_refused_by_the_whole_request_deadline(server, name, request_bytes):
+    """A client trickling a byte every 0.2 s never finishes within the deadline: the request
+    is answered 408 at its deadline, not held open for as long as each byte keeps coming."""
+    code, payload, seconds = _trickle(server, request_bytes)
+    assert code == 408 and f"within {DEADLINE:g} s" in payload["error"], payload
+    assert seconds < DEADLINE + 5  # each byte arrived well within any per-read timeout
+    _still_serving(server)
+
+
+def test_answer_amplification_is_refused_before_searching(server):
+    """An 808-byte request (64 queries, topk 1000) would ask for 64,000 results."""
+    body = json.dumps({"queries": ["word7 topic2"] * 64, "topk": 1000}).encode()
+    code, payload, _ = _exchange(server, _post("/retrieve", body))
+    assert code == 413 and "64000 results" in payload["error"], payload
+    body = json.dumps({"query": ["word7 topic2"] * 64, "top_n": 1000}).encode()
+    code, payload, _ = _exchange(server, _post("/batch_search", body))
+    assert code == 413 and "64000 results" in payload["error"], payload
+    _still_serving(server)
+
+
+def test_passage_characters_bound_the_answer():
+    embedder = CountedWords()
+    index = ExactIndex(embedder.dim)
+    index.upsert(list(DOCS), embedder.encode([d["contents"] for d in DOCS.values()]))
+    service = RetrievalService(Retriever(index, DOCS, embedder), max_answer_chars=200)
+    with pytest.raises(BadRequest, match="exceed 200 characters") as caught:
+        service.handle("/retrieve", {"queries": ["word1", "word2"], "topk": 10})
+    assert caught.value.status == 413
+    assert len(service.handle("/retrieve", {"queries": ["word1"], "topk": 2})["result"][0]) == 2
+
+
+def test_conflicting_content_lengths_get_400(server):
+    body = b'{"query": "word7", "top_n": 1}'
+    request = (
+        f"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n"
+        f"Content-Length: {len(body) + 5}\r\n\r\n"
+    ).encode() + body
+    code, payload, _ = _exchange(server, request)
+    assert code == 400 and "Content-Length" in payload["error"], payload
+    _still_serving(server)
+
+
+def test_a_lone_surrogate_query_is_searched(server):
+    url = f"http://{server[0]}:{server[1]}"
+    # json.dumps writes the lone surrogate as the escape "\ud83d", as a model's JSON would.
+    out = post_json(url + "/batch_search", {"query": ["word7 \ud83d", "word9"], "top_n": 1})
+    assert [row[0]["id"] for row in out] == ["d7", "d9"]
+    assert post_json(url + "/search", {"query": "word3 \ud83d\x00", "top_n": 1})[0]["id"] == "d3"
+
+
+class FailsOn(CountedWords):
+    """Raises for any batch holding the text "boom" (a query the encoder cannot take)."""
+
+    def encode(self, texts, kind="query"):
+        if "boom" in texts:
+            raise RuntimeError("cannot encode")
+        return super().encode(texts, kind)
+
+
+def test_a_query_that_cannot_be_searched_gets_no_passages_and_is_counted():
+    embedder = FailsOn()
+    index = ExactIndex(embedder.dim)
+    index.upsert(list(DOCS), CountedWords().encode([d["contents"] for d in DOCS.values()]))
+    service = RetrievalService(Retriever(index, DOCS, embedder))
+    out = service.handle("/batch_search", {"query": ["word4", "boom", "word8"], "top_n": 1})
+    assert out[0][0]["id"] == "d4" and out[1] == [] and out[2][0]["id"] == "d8"
+    assert service.stats()["failed_queries"] == 1
+
+
+def test_requests_past_the_worker_queue_get_503():
+    gate = threading.Event()
+
+    class Slow(CountedWords):
+        def encode(self, texts, kind="query"):
+            gate.wait(10)
+            return super().encode(texts, kind)
+
+    embedder = Slow()
+    index = ExactIndex(embedder.dim)
+    index.upsert(list(DOCS), CountedWords().encode([d["contents"] for d in DOCS.values()]))
+    limits = ServerLimits(deadline=20.0, workers=1, max_pending=1)
+    srv = make_server(
+        RetrievalService(Retriever(index, DOCS, embedder)), "127.0.0.1", 0, limits=limits
+    )
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    address = srv.server_address[:2]
+    try:
+        first = socket.create_connection(address)
+        first.sendall(_post("/search", b'{"query": "word1"}'))
+        health = f"http://{address[0]}:{address[1]}/health"
+        for _ in range(200):  # until the first request holds the only place
+            with urllib.request.urlopen(health, timeout=10) as r:
+                if json.loads(r.read())["pending"] == 1:
+                    break
+            time.sleep(0.05)
+        code, payload, _ = _exchange(address, _post("/search", b'{"query": "word2"}'))
+        assert code == 503 and "busy" in payload["error"], payload
+        gate.set()
+        assert b" 200 " in first.recv(65536)
+        first.close()
+    finally:
+        gate.set()
+        srv.shutdown()
+        srv.server_close()
