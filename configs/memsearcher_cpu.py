@@ -26,11 +26,12 @@ def get_config() -> ConfigDict:
     config.model.remat = "full"  # recompute activations in the backward pass: fits in a few GiB
     config.mesh = ConfigDict({"data": 1, "fsdp": 1, "tensor": 1})
 
-    config.data.format = "hotpotqa_hf"
+    config.data.format = "auto"  # read from the file: HotpotQA in its HF layout
     # One file for both: its 500 questions are cut by id into 400 train and 100 eval
     # questions (data.shared_file_eval_fraction, data.split_seed), never the same question.
     config.data.train = ConfigDict({"hotpotqa": HOTPOT_SAMPLE})
     config.data.eval = ConfigDict({"hotpotqa": HOTPOT_SAMPLE})
+    config.data.shared_file_eval_fraction = 0.2
     config.data.max_examples = 64
 
     # The sample's pooled paragraphs, embedded by MiniLM, searched in-process.

@@ -1,7 +1,8 @@
-"""Each job's config checked at launch, before anything loads: a bad value fails in the first
-second with its field and the allowed range, not minutes later with an unrelated error.
+"""Each job's config and inputs checked at launch, before anything loads: a bad value fails in
+the first second with its field and the allowed range, not minutes later with an unrelated error.
 
     check_job_config("memory_r1.train_answer", config)     # raises memjax.errors.ConfigError
+    check_inputs("memsearcher.eval", config, workdir)     # data files, corpus, index, URL, ...
 
 The trainer sections are read into their typed configs (`RLRunConfig`, `SFTRunConfig`), which
 check their own bounds; the other sections' sizes are checked here by dotted path.
@@ -9,9 +10,14 @@ check their own bounds; the other sections' sizes are checked here by dotted pat
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
-from memjax.errors import ConfigError
+from memjax.errors import ConfigError, DataError, StaleArtefactError
+from memjax.fingerprint import describe
 
 
 def _lookup(config, dotted: str):
@@ -208,4 +214,215 @@ def check_job_config(job: str, config) -> None:
         check(config)
 
 
-__all__ = ["check_job_config", "at_least", "CHECKS"]
+# ---------------------------------------------------------------- inputs, before any work
+# Each check reads only what it names (a file's first record, an index's meta.json, one
+# request to a server) and raises a UserError whose message names the file, field or URL.
+
+URL_TIMEOUT_S = 5.0
+
+
+def check_config_file(path: str) -> str | None:
+    """Why the config file cannot give a config (missing, unreadable, not Python, no
+    `get_config`), as one line naming it; None when it can."""
+    import ast
+
+    file = Path(path).expanduser()
+    if not file.is_file():
+        return f"--config={path}: no such file"
+    try:
+        tree = ast.parse(file.read_bytes(), filename=str(file))
+    except SyntaxError as e:
+        return f"{path}:{e.lineno}: not valid Python ({e.msg})"
+    except (OSError, ValueError) as e:
+        return f"--config={path}: unreadable ({e})"
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update(a.asname or a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    if "get_config" not in names:
+        return f"{path}: defines no get_config() returning the config"
+    return None
+
+
+def check_workdir(workdir: str | None) -> None:
+    """The output directory can be written (or made): checked without creating it."""
+    if not workdir:
+        return
+    path = Path(workdir).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--workdir={workdir}: exists and is not a directory")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"--workdir={workdir}: {existing} is not writable")
+    if existing == path:
+        try:
+            with tempfile.TemporaryFile(dir=path):
+                pass
+        except OSError as e:
+            raise ConfigError(f"--workdir={workdir}: not writable ({e.strerror})") from None
+
+
+def check_corpus_file(path: str, field: str) -> None:
+    """A corpus jsonl exists and its first record is {"id", "contents": str}."""
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise DataError(f"config.{field}={path!r}: no such corpus file")
+    with file.open("rb") as f:
+        for line_no, raw in enumerate(f, start=1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except ValueError as e:
+                raise DataError(f"{file}:{line_no}: not a JSON corpus record ({e})") from None
+            if not isinstance(row, dict) or not isinstance(row.get("contents"), str):
+                raise DataError(f'{file}:{line_no}: a corpus record is {{"id", "contents": str}}')
+            if "id" not in row:
+                raise DataError(f'{file}:{line_no}: a corpus record needs an "id"')
+            return
+    raise DataError(f"config.{field}={path!r}: the corpus is empty")
+
+
+def check_retriever_url(url: str, field: str = "retriever.url") -> None:
+    """Something answers POST <url>/retrieve (Search-R1's route, memjax's server) with JSON
+    results, within a few seconds."""
+    import urllib.error
+    import urllib.request
+
+    body = json.dumps({"queries": ["memjax input check"], "topk": 1}).encode()
+    request = urllib.request.Request(
+        url.rstrip("/") + "/retrieve", body, {"Content-Type": "application/json"}
+    )
+    where = f"config.{field}={url!r}"
+    try:
+        with urllib.request.urlopen(request, timeout=URL_TIMEOUT_S) as response:
+            answer = json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        raise ConfigError(f"{where}: POST /retrieve answered HTTP {e.code}") from None
+    except (urllib.error.URLError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        raise ConfigError(f"{where}: no retrieval server answers ({reason})") from None
+    except ValueError:
+        raise ConfigError(f"{where}: POST /retrieve did not answer JSON") from None
+    if not isinstance(answer, dict) or not isinstance(answer.get("result"), list):
+        raise ConfigError(f'{where}: POST /retrieve answered without a "result" list')
+
+
+def check_search_retriever(config, split: str | None) -> None:
+    """MemSearcher's retriever: the server's URL, or the corpus and index as given."""
+    from memjax.agents.memsearcher import job_setup
+
+    r = config.retriever
+    if r.kind == "http":
+        check_retriever_url(str(r.url))
+        return
+    one_of(config, "retriever.kind", job_setup.RETRIEVER_KINDS)
+    if not r.index_dir:
+        raise ConfigError("config.retriever.index_dir is empty; the in-process retriever needs it")
+    corpus, state = (None, None)
+    if r.corpus:
+        corpus, state = job_setup.closed_corpus_state(config, split)
+        if state == "user":
+            check_corpus_file(str(corpus), "retriever.corpus")
+    index_state, notes = job_setup.index_state(config, corpus if state == "user" else None)
+    if index_state == "mismatch":
+        raise StaleArtefactError(
+            f"config.retriever.index_dir={r.index_dir!r} does not match the config "
+            f"({describe(notes)}); point retriever.corpus / retriever.encoder at what built it, "
+            "or give another index_dir"
+        )
+    if index_state == "build" and state == "write":
+        sources = job_setup.corpus_sources(config.data, split)
+        if not any(q.paragraphs for q in sources):
+            names = ", ".join(q.path.name for q in sources)
+            raise DataError(
+                f"config.retriever.corpus={r.corpus!r} does not exist, and {names} carry no "
+                "paragraphs to pool into a closed corpus; give a corpus file"
+            )
+    if index_state == "build" and not r.corpus:
+        raise ConfigError(f"config.retriever.corpus is empty and {r.index_dir} holds no index")
+
+
+def check_memsearcher_inputs(config, split: str) -> None:
+    from memjax.agents.memsearcher import job_setup
+
+    job_setup.load_qa_sets(config.data, split)  # files, layouts, no empty set, the split rule
+    check_search_retriever(config, split)
+
+
+def check_conversations(config, split: str | None) -> None:
+    """Memory-R1: the conversations a job reads have turns and questions."""
+    from memjax.agents.memory_r1 import job_setup as S
+    from memjax.agents.memory_r1.recipe import from_paper_recipe
+
+    data = from_paper_recipe(config).data
+    chosen = S.select_conversations(S.load_conversations(data), data, split)
+    if not chosen:
+        raise DataError(f"config.data: no conversations in split {split or data.split!r}")
+    for c in chosen:
+        if not any(s.turns for s in c.sessions):
+            raise DataError(
+                f"config.data.path={data.path!r}: conversation {c.sample_id} has no turns in "
+                "any session; there is nothing to build its memory bank from"
+            )
+    if not any(S.questions(c, data) for c in chosen):
+        raise DataError(
+            f"config.data.path={data.path!r}: the chosen conversations ask no questions"
+        )
+
+
+def _index_build_inputs(config) -> None:
+    check_corpus_file(str(config.corpus), "corpus")
+
+
+def _serve_inputs(config) -> None:
+    from memjax.memory.corpus import read_index_meta
+
+    try:
+        read_index_meta(config.index_dir)
+    except FileNotFoundError:
+        raise DataError(f"config.index_dir={config.index_dir!r}: holds no index") from None
+
+
+INPUT_CHECKS: dict[str, Callable] = {
+    "memsearcher.eval": lambda c: check_memsearcher_inputs(c, "eval"),
+    "memsearcher.train": lambda c: check_memsearcher_inputs(c, "train"),
+    "memory_r1.build_banks": lambda c: check_conversations(c, None),
+    "memory_r1.eval": lambda c: check_conversations(c, None),
+    "memory_r1.train_manager": lambda c: check_conversations(c, "train"),
+    "memory_r1.train_answer": lambda c: check_conversations(c, "train"),
+    "index.build": _index_build_inputs,
+    "retriever.serve": _serve_inputs,
+}
+
+
+def check_inputs(job: str, config, workdir: str | None = None) -> None:
+    """Every input of `job` that can be checked without loading a model or embedding anything:
+    the output directory, data files, corpus, index and retriever URL. Raises the first
+    problem as a UserError (one line naming the file, field or URL)."""
+    check_workdir(workdir)
+    check = INPUT_CHECKS.get(job)
+    if check is not None:
+        check(config)
+
+
+__all__ = [
+    "CHECKS",
+    "INPUT_CHECKS",
+    "at_least",
+    "check_config_file",
+    "check_conversations",
+    "check_corpus_file",
+    "check_inputs",
+    "check_job_config",
+    "check_memsearcher_inputs",
+    "check_retriever_url",
+    "check_search_retriever",
+    "check_workdir",
+]

@@ -77,6 +77,7 @@ def _launch(argv) -> None:
     job_name = config.get("job")
     job = jobs.resolve(job_name)  # UnknownJobError is a UserError
     job_checks.check_job_config(job_name, config)  # bad values fail before anything loads
+    job_checks.check_inputs(job_name, config, _WORKDIR.value)  # files, index, URL, workdir
     plan = distributed.maybe_initialize(config)  # DistributedConfigError is a UserError
     if plan is not None:
         # Every process runs the job; only process 0 speaks at INFO (metrics, progress).
@@ -111,6 +112,10 @@ def _bad_override(argv: list[str]) -> str | None:
 
 
 def _parse_flags(argv: list[str]) -> list[str]:
+    config_file = next((a.split("=", 1)[1] for a in argv if a.startswith("--config=")), None)
+    problem = config_file and job_checks.check_config_file(config_file)
+    if problem:  # missing, not Python, no get_config: one line, not absl's traceback
+        _fail(problem)
     try:
         return flags.FLAGS(argv)
     except (flags.Error, KeyError, AttributeError, TypeError, ValueError) as e:

@@ -128,9 +128,11 @@ def build_corpus_index(
     kind: str = "scann",
     scann: ScannParams = ScannParams(),
     encoder_meta: dict | None = None,
+    origin: str = "",
 ) -> Path:
     """Embeds the corpus, builds the index, and publishes it under `output`; returns the
-    snapshot directory."""
+    snapshot directory. `origin` is recorded in meta.json (what made the index, when a job
+    built it as a cache rather than a user with `index.build`)."""
     rows = read_corpus(corpus)
     corpus_file = file_identity(corpus)
     t0 = time.perf_counter()
@@ -153,6 +155,7 @@ def build_corpus_index(
         "corpus": str(Path(corpus).resolve()),
         "corpus_file": corpus_file,
         "fingerprint": index_fingerprint(corpus_file["sha256"], encoder_meta, kind),
+        "origin": origin,
         "embed_seconds": round(t1 - t0, 3),
         "build_seconds": round(t2 - t1, 3),
     }

@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from memjax import distributed
-from memjax.errors import ConfigError
+from memjax.errors import ConfigError, DataError
 from memjax.models.config import DecoderConfig
 from memjax.models.decoder import decoder_abstract
 from memjax.models.lora import lora_abstract
@@ -130,10 +130,17 @@ def make_generate(cfg: DecoderConfig, sampling, eos_ids, pad_id: int, mesh=None)
 
 def example_stream(examples, seed: int):
     """This host's shard of `examples`, shuffled and repeated, as a checkpointable iterator."""
-    dataset = grain.MapDataset.source(list(examples))
+    examples = list(examples)
+    if not examples:  # else the first step's next() raises a bare StopIteration
+        raise DataError("train_examples is empty: there is nothing to train on")
+    dataset = grain.MapDataset.source(examples)
     if host_batches.multi_host():
         shard, shards = distributed.data_shard()
         dataset = dataset[shard::shards]
+        if not len(dataset):
+            raise DataError(
+                f"{len(examples)} training examples leave none for process {shard} of {shards}"
+            )
     return iter(dataset.shuffle(seed=seed).repeat().to_iter_dataset())
 
 

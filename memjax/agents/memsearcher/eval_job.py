@@ -149,9 +149,10 @@ def eval_job(config: ConfigDict, workdir: str | None) -> dict:
     batch_sizes = eval_batch_sizes(config.eval)
     sets = job_setup.load_qa_sets(config.data, "eval")
     split = job_setup.qa_split_summary(config.data, "eval")
-    logging.info("%s", split.line())
-    retriever = job_setup.make_retriever(config)
+    print(split.line(), flush=True)
+    # The model first: a wrong model path fails in seconds, not after the corpus is embedded.
     model = job_setup.load_policy_model(config)
+    retriever = job_setup.make_retriever(config, "eval")
     tokenizer = model.tokenizer
     sampling = sampling_params(config.eval_sampling)
     policy = SamplerPolicy(

@@ -1,162 +1,173 @@
 """What the MemSearcher jobs read from their config: QA sets, the retriever, the model.
 
-A file named in both `data.train` and `data.eval` (the CPU config's HotpotQA sample) is cut
-by question id into train and eval questions; the closed corpus pools the paragraphs of all of
-them. Data paths that are relative and absent from the working directory are taken relative to the
-repository root, so the CPU config's `../shared/data/...` works from anywhere. A closed corpus
-(HotpotQA's own paragraphs) is written with `memjax.data.corpus` and indexed on first use; an
-existing index is reused when it was built from the same corpus (by content), encoder and index
-kind, and rebuilt, saying what differs, when it was not.
+The question sets are `memjax.agents.memsearcher.qa_sets` (any QA layout, any name). The
+retriever's corpus and index are the user's when they exist, used exactly as given:
+
+- `retriever.corpus` names a file that exists and that memjax did not write: it is the corpus.
+  Absent, memjax writes the closed corpus there, pooling the paragraphs of the job's QA files
+  (with a `.sources.json` beside it naming them); a corpus memjax wrote from other QA files
+  is rewritten, saying so.
+- `retriever.index_dir` holds an index: it serves as it is. Built from another corpus or by
+  another encoder than the config names, that is one error naming what differs; another index
+  kind (ScaNN where the config says exact) is only noted. An index a job built itself
+  (`"origin": "memsearcher job"` in its meta) is a cache, rebuilt when its inputs changed.
+  Absent, it is built from the corpus.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from absl import logging
 from ml_collections import ConfigDict
 
-from memjax.data.corpus import build_corpus, hotpot_paragraphs, write_corpus
-from memjax.data.hotpotqa import load_hotpotqa
-from memjax.data.qa import QAExample, load_flashrag_jsonl
-from memjax.data.splits import SplitSummary, held_out_ids
-from memjax.errors import ConfigError, DataError
-from memjax.fingerprint import describe
+from memjax.agents.memsearcher.qa_sets import (
+    REPO_ROOT,
+    SPLITS,
+    corpus_sources,
+    load_qa_sets,
+    qa_split_summary,
+    resolve_path,
+)
+from memjax.data.corpus import build_corpus, write_corpus
+from memjax.data.qa_formats import FORMATS
+from memjax.errors import ConfigError, DataError, StaleArtefactError
+from memjax.fingerprint import describe, file_identity
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-FORMATS = ("flashrag", "hotpotqa_hf")
-SPLITS = ("train", "eval")
 RETRIEVER_KINDS = ("in_process", "http")
+JOB_CACHE = "memsearcher job"  # the `origin` of an index a job built (not the user's)
 
 
-def resolve_path(path: str, field: str) -> Path:
-    """`path` as given when it exists (or is absolute), else relative to the repository root;
-    a missing file is one clear error naming the config field."""
-    given = Path(path).expanduser()
-    candidates = [given] if given.is_absolute() else [given, REPO_ROOT / given]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    tried = " or ".join(str(c) for c in candidates)
-    raise DataError(f"config.{field}={path!r}: no such file ({tried})")
+def _sources_file(corpus: Path) -> Path:
+    return corpus.with_name(corpus.name + ".sources.json")
 
 
-def _read_set(data: ConfigDict, name: str, file: Path) -> list[QAExample]:
-    if data.format == "hotpotqa_hf":
-        examples = [e.to_qa(data.add_question_mark) for e in load_hotpotqa(file)]
-    else:
-        examples = load_flashrag_jsonl(file, name, data.add_question_mark)
-    return [QAExample(e.id, e.question, e.golden_answers, name) for e in examples]
+def _sources(qa_files) -> list[dict]:
+    return [{"path": str(q.path), "sha256": file_identity(q.path)["sha256"]} for q in qa_files]
 
 
-def _files(data: ConfigDict, split: str) -> dict[str, Path]:
-    return {name: resolve_path(path, f"data.{split}.{name}") for name, path in data[split].items()}
-
-
-def _shared_files(data: ConfigDict) -> set[Path]:
-    """Files named in both data.train and data.eval: their questions are split by id."""
-    return set(_files(data, "train").values()) & set(_files(data, "eval").values())
-
-
-def _held_out(data: ConfigDict, examples: list[QAExample]) -> set[str]:
-    return held_out_ids(
-        [e.id for e in examples], float(data.shared_file_eval_fraction), int(data.split_seed)
-    )
-
-
-def load_qa_sets(data: ConfigDict, split: str) -> dict[str, list[QAExample]]:
-    """`data.<split>` maps dataset name -> file; each set cut to `data.max_examples` (0: all).
-    A file named in both data.train and data.eval is split by question id
-    (memjax.data.splits.held_out_ids): `shared_file_eval_fraction` of it evaluates, the rest
-    trains, so no evaluation question is ever trained on."""
-    if data.format not in FORMATS:
-        raise ConfigError(f"config.data.format={data.format!r}; choose from {FORMATS}")
-    limit = int(data.get("max_examples", 0) or 0)
-    shared = _shared_files(data)
-    sets = {}
-    for name, file in _files(data, split).items():
-        examples = _read_set(data, name, file)
-        if file in shared:
-            held_out = _held_out(data, examples)
-            examples = [e for e in examples if (e.id in held_out) == (split == "eval")]
-        sets[name] = examples[:limit] if limit else examples
-    if not sets:
-        raise ConfigError(f"config.data.{split} names no dataset")
-    return sets
-
-
-def qa_split_summary(data: ConfigDict, split: str) -> SplitSummary:
-    """The report's statement of its questions: every part's size and how they were cut."""
-    sizes = {part: sum(len(v) for v in load_qa_sets(data, part).values()) for part in SPLITS}
-    shared = _shared_files(data)
-    how = []
-    for name, file in _files(data, split).items():
-        if file in shared:
-            how.append(
-                f"{name}: {file.name} cut by question id, "
-                f"{float(data.shared_file_eval_fraction):g} to eval (seed {int(data.split_seed)})"
-            )
-        else:
-            how.append(f"{name}: {file.name}")
-    if int(data.get("max_examples", 0) or 0):
-        how.append(f"at most {int(data.max_examples)} questions per set")
-    return SplitSummary(split, sizes, "; ".join(how))
-
-
-def ensure_closed_corpus(config: ConfigDict) -> Path:
-    """Writes the HotpotQA files' pooled paragraphs to `config.retriever.corpus` when it does
-    not exist yet (HotpotQA's closed setting); any other corpus must already be there."""
+def closed_corpus_state(config: ConfigDict, split: str | None = None) -> tuple[Path, str]:
+    """(corpus path, what to do): "user" (a file memjax did not write: use it), "fresh" (memjax
+    wrote it from these QA files), "write" (absent) or "stale" (memjax wrote it from others)."""
     corpus = Path(config.retriever.corpus).expanduser()
-    if corpus.is_file():
+    sources = _sources_file(corpus)
+    if corpus.is_file() and not sources.is_file():
+        return corpus, "user"
+    if not corpus.is_file():
+        return corpus, "write"
+    current = _sources(corpus_sources(config.data, split))
+    try:
+        saved = json.loads(sources.read_text(encoding="utf-8")).get("sources")
+    except (OSError, ValueError, AttributeError):
+        saved = None
+    return corpus, "fresh" if saved == current else "stale"
+
+
+def ensure_closed_corpus(config: ConfigDict, split: str | None = None) -> Path:
+    """`config.retriever.corpus`: the user's file as it is, or the closed corpus of the QA
+    files of `split` (both splits' when None) written there."""
+    corpus, state = closed_corpus_state(config, split)
+    if state in ("user", "fresh"):
         return corpus
-    if config.data.format != "hotpotqa_hf":
-        raise DataError(f"config.retriever.corpus={str(corpus)!r} does not exist")
-    files = {
-        resolve_path(p, f"data.{s}.{n}")
-        for s in ("train", "eval")
-        for n, p in getattr(config.data, s).items()
-    }
-    examples = [e for f in sorted(files) for e in load_hotpotqa(f)]
-    documents = build_corpus(hotpot_paragraphs(examples))
+    qa_files = corpus_sources(config.data, split)
+    paragraphs = [p for q in qa_files for p in q.paragraphs]
+    if not paragraphs:
+        names = ", ".join(q.path.name for q in qa_files)
+        raise DataError(
+            f"config.retriever.corpus={str(corpus)!r} does not exist, and {names} carry no "
+            "paragraphs to pool into a closed corpus; give a corpus file ({id, contents} jsonl)"
+        )
+    if state == "stale":
+        print(f"corpus: {corpus} was written from other QA files; rewriting", flush=True)
+    documents = build_corpus(paragraphs)
     corpus.parent.mkdir(parents=True, exist_ok=True)
-    tmp = corpus.with_suffix(corpus.suffix + ".tmp")
-    write_corpus(tmp, documents)
-    tmp.replace(corpus)  # atomic: a concurrent job never reads half a corpus
-    logging.info("wrote %d pooled paragraphs to %s", len(documents), corpus)
+    write_corpus(corpus, documents)  # atomic: a concurrent job never reads half a corpus
+    tmp = _sources_file(corpus).with_suffix(".tmp")
+    tmp.write_text(json.dumps({"sources": _sources(qa_files)}, indent=1), encoding="utf-8")
+    tmp.replace(_sources_file(corpus))
+    skipped = sum(q.without_paragraphs for q in qa_files)
+    note = f" ({skipped} questions carry no paragraphs)" if skipped else ""
+    print(f"corpus: {len(documents)} paragraphs of {len(qa_files)} QA files{note} -> {corpus}")
     return corpus
 
 
-def ensure_index(config: ConfigDict) -> Path:
-    """The in-process retriever's index directory, built from the corpus when absent."""
-    from memjax.memory.corpus import build_corpus_index, stale_index
+def index_state(config: ConfigDict, corpus: Path | None) -> tuple[str, list[str]]:
+    """What `config.retriever.index_dir` holds, for this corpus and encoder: ("use", notes),
+    ("build", reasons) or ("mismatch", differences)."""
+    from memjax.memory.corpus import read_index_meta, stale_index
+
+    r = config.retriever
+    index_dir = Path(r.index_dir).expanduser()
+    encoder_meta = {"source": r.encoder.source, "layout": r.encoder.layout or None}
+    compare = corpus if corpus is not None and corpus.is_file() else None
+    stale = stale_index(index_dir, compare, encoder_meta, r.index_kind)
+    if stale and not r.encoder.source:  # no encoder named: the index's own
+        stale = [d for d in stale if not d.startswith("encoder.")] or None
+    if stale is None:
+        return "use", []
+    if stale == []:
+        return "build", []
+    ours = read_index_meta(index_dir).get("origin") == JOB_CACHE
+    if ours:
+        return "build", stale
+    real = [d for d in stale if not d.startswith("index.kind")]
+    if real:
+        return "mismatch", real
+    return "use", stale
+
+
+def ensure_index(config: ConfigDict, split: str | None = None) -> Path:
+    """The in-process retriever's index directory: used as given, or built when absent."""
+    from memjax.memory.corpus import build_corpus_index
     from memjax.memory.embedder import Embedder
 
     r = config.retriever
     if not r.index_dir:
         raise ConfigError("config.retriever.index_dir is empty; the in-process retriever needs it")
     index_dir = Path(r.index_dir).expanduser()
-    layout = r.encoder.layout or None
-    encoder_meta = {"source": r.encoder.source, "layout": layout}
     corpus = Path(r.corpus).expanduser() if r.corpus else None
-    stale = stale_index(index_dir, corpus, encoder_meta, r.index_kind)
-    if stale is None:
+    corpus_state = closed_corpus_state(config, split)[1] if corpus is not None else None
+    if corpus_state == "stale":  # memjax's own closed corpus, of other QA files
+        corpus = ensure_closed_corpus(config, split)
+    state, notes = index_state(config, corpus)
+    if state == "mismatch":
+        raise StaleArtefactError(
+            f"config.retriever.index_dir={str(index_dir)!r} does not match the config "
+            f"({describe(notes)}); point retriever.corpus / retriever.encoder at what built it, "
+            "or give another index_dir"
+        )
+    if state == "use":
+        if notes:
+            print(f"index: {index_dir} used as it is ({describe(notes)})", flush=True)
         return index_dir
-    if stale:
-        print(f"index: {index_dir} was built from other inputs ({describe(stale)}); rebuilding")
-    corpus = ensure_closed_corpus(config)
+    if notes:
+        print(f"index: {index_dir} was built from other inputs ({describe(notes)}); rebuilding")
+    if corpus is None:
+        raise ConfigError(f"config.retriever.corpus is empty and {index_dir} holds no index")
+    if corpus_state == "write":
+        corpus = ensure_closed_corpus(config, split)
+    layout = r.encoder.layout or None
     embedder = Embedder.load(r.encoder.source, layout=layout)
-    build_corpus_index(corpus, embedder, index_dir, kind=r.index_kind, encoder_meta=encoder_meta)
+    build_corpus_index(
+        corpus,
+        embedder,
+        index_dir,
+        kind=r.index_kind,
+        encoder_meta={"source": r.encoder.source, "layout": layout},
+        origin=JOB_CACHE,
+    )
     return index_dir
 
 
-def make_retriever(config: ConfigDict):
+def make_retriever(config: ConfigDict, split: str | None = None):
     """In-process (`memjax.memory.corpus.Retriever` over `index_dir`) or the HTTP client of a
-    running `retriever.serve` at `url`: the same passages either way."""
+    running `retriever.serve` at `url`: the same passages either way. `split` names the QA
+    files a closed corpus pools (both splits' when None)."""
     kind = config.retriever.kind
     if kind == "in_process":
         from memjax.memory.corpus import Retriever
 
-        return Retriever.load(ensure_index(config))
+        return Retriever.load(ensure_index(config, split))
     if kind == "http":
         from memjax.memory.client import RetrievalClient
 
@@ -172,3 +183,17 @@ def load_policy_model(config: ConfigDict):
     names = ("param_dtype", "compute_dtype", "remat")
     numerics = {k: config.model[k] for k in names if k in config.model}
     return load_model(config.model.source, **{k: v for k, v in numerics.items() if v})
+
+
+__all__ = [
+    "FORMATS",
+    "REPO_ROOT",
+    "SPLITS",
+    "ensure_closed_corpus",
+    "ensure_index",
+    "load_policy_model",
+    "load_qa_sets",
+    "make_retriever",
+    "qa_split_summary",
+    "resolve_path",
+]

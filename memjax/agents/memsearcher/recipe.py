@@ -42,7 +42,8 @@ def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") 
     config.mesh = ConfigDict({"data": 1, "fsdp": -1, "tensor": 1})
 
     config.data = ConfigDict()
-    config.data.format = "flashrag"
+    # Any QA layout, read from each file (memjax.data.qa_formats); or name one to insist on it.
+    config.data.format = "auto"
     # NQ + HotpotQA train, as Search-R1; `?` appended to questions that lack it.
     config.data.train = ConfigDict(
         {name: f"{data_root}/{name}/train.jsonl" for name in ("nq", "hotpotqa")}
@@ -50,9 +51,13 @@ def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") 
     config.data.eval = ConfigDict(
         {name: f"{data_root}/{name}/{split}.jsonl" for name, split in EVAL_SPLITS.items()}
     )
+    # "name=path,..." replaces data.train / data.eval from the command line (any names).
+    config.data.train_files = ""
+    config.data.eval_files = ""
     config.data.add_question_mark = True
-    # A file named in both train and eval is cut by question id: this fraction evaluates.
-    config.data.shared_file_eval_fraction = 0.2
+    # A file named in both train and eval is cut by question id only when asked: this fraction
+    # evaluates (0: never cut; naming one file for both is then an error).
+    config.data.shared_file_eval_fraction = 0.0
     config.data.split_seed = 0
     config.data.shuffle = True
     config.data.worker_count = 0

@@ -181,8 +181,8 @@ def train_job(config: ConfigDict, workdir: str | None) -> dict:
     sets = job_setup.load_qa_sets(config.data, "train")
     print(job_setup.qa_split_summary(config.data, "train").line(), flush=True)
     rows = [e.to_row() for examples in sets.values() for e in examples]
-    retriever = job_setup.make_retriever(config)
-    model = job_setup.load_policy_model(config)
+    model = job_setup.load_policy_model(config)  # a wrong path fails before any embedding
+    retriever = job_setup.make_retriever(config, "train")
     result = train_memsearcher(
         config,
         workdir,

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from memjax.data.splits import MEMORY_R1_TRAIN_IDS, MEMORY_R1_VALIDATION_IDS, held_out_ids
 
 SPLITS = ("train", "heldout")
-HOTPOT_EVAL_FRACTION = 0.2  # the MemSearcher recipe's data.shared_file_eval_fraction
+HOTPOT_EVAL_FRACTION = 0.2  # configs/memsearcher_cpu.py's data.shared_file_eval_fraction
 HOTPOT_SPLIT_SEED = 0  # and its data.split_seed
 SYNTHETIC_TRAIN_SEED = 1000
 

@@ -56,7 +56,7 @@ def test_cpu_config():
     config = load("memsearcher_cpu.py")
     assert config.model.source == packaged.SMOLLM2
     assert config.retriever.encoder.source == packaged.MINILM
-    assert config.data.format == "hotpotqa_hf"
+    assert config.data.format == "auto"
     assert config.data.train.hotpotqa.endswith("hotpotqa_dev_distractor_500.jsonl")
     assert config.agent.memory_cap_tokens == 1024
     assert settings_from_config(config).search.max_top_n == 3

@@ -18,15 +18,17 @@ def test_locomo_train_is_conv26_and_heldout_is_the_test_conversations():
 
 def test_hotpotqa_teacher_split_is_memsearchers_own_eval_cut():
     """The teachers never draw from a question memsearcher.eval holds out: the same cut by id."""
+    import runpy
+    from pathlib import Path
     from types import SimpleNamespace
 
-    from memjax.agents.memsearcher.recipe import paper_config
     from memjax.data.splits import held_out_ids
 
     items = [SimpleNamespace(id=f"q{i}") for i in range(500)]
     train, train_name = choose_split("hotpotqa", items, "train")
     held, held_name = choose_split("hotpotqa", items, "heldout")
-    data = paper_config("m").data
+    cpu_config = Path(__file__).resolve().parents[3] / "configs" / "memsearcher_cpu.py"
+    data = runpy.run_path(str(cpu_config))["get_config"]().data
     evaluated = held_out_ids([x.id for x in items], data.shared_file_eval_fraction, data.split_seed)
     assert {x.id for x in held} == evaluated and not {x.id for x in train} & evaluated
     assert len(train) == 400 and len(held) == 100
