@@ -337,12 +337,12 @@ def check_search_retriever(config, split: str | None) -> None:
             f"({describe(notes)}); point retriever.corpus / retriever.encoder at what built it, "
             "or give another index_dir"
         )
-    if index_state == "build" and state == "write":
+    if state == "stale" or (index_state == "build" and state == "write"):  # will be written
         sources = job_setup.corpus_sources(config.data, split)
         if not any(q.paragraphs for q in sources):
             names = ", ".join(q.path.name for q in sources)
             raise DataError(
-                f"config.retriever.corpus={r.corpus!r} does not exist, and {names} carry no "
+                f"config.retriever.corpus={r.corpus!r}: the question files ({names}) carry no "
                 "paragraphs to pool into a closed corpus; give a corpus file"
             )
     if index_state == "build" and not r.corpus:

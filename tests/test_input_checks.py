@@ -122,7 +122,7 @@ def test_a_set_without_paragraphs_needs_a_corpus(tmp_path):
     nq = tmp_path / "nq.jsonl"
     nq.write_text(json.dumps({"id": "q", "question": "q?", "golden_answers": ["a"]}) + "\n")
     config.data.eval_files = f"nq={nq}"
-    with pytest.raises(DataError, match="nq.jsonl carry no paragraphs to pool into a closed"):
+    with pytest.raises(DataError, match=r"\(nq.jsonl\) carry no paragraphs to pool into a closed"):
         job_checks.check_inputs("memsearcher.eval", config, None)
 
 

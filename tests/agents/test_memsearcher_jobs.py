@@ -101,6 +101,28 @@ def scripted(call):
     return ModelOutput(f"<think>Search.</think>\n<search> {question} </search>", False)
 
 
+def test_a_lone_surrogate_search_query_leaves_the_episode_batch_running(config, smollm2_tokenizer):
+    """Half an escaped emoji in a model's tool call reaches the retriever as a lone surrogate;
+    the real MiniLM tokenizer would refuse it and fail the whole batch's search."""
+    import jax
+
+    def policy(call):
+        output = scripted(call)
+        if "<tool_call>" in output.text:  # escaped as the model writes JSON: "\ud83d"
+            output = ModelOutput(output.text.replace('"}}', ' \\ud83d"}}'), output.eos)
+        return output
+
+    retriever = job_setup.make_retriever(config)
+    sets = job_setup.load_qa_sets(config.data, "eval")
+    count = lambda s: len(smollm2_tokenizer.encode(s))
+    run = evaluate(
+        ["memsearcher"], sets, config, per_call(policy), retriever, count, jax.random.key(0), 2
+    )
+    assert [e.result.answer for e in run] == list(GOLD.values())
+    assert all(e.result.searches[0].endswith("\ud83d") for e in run)
+    assert retriever.repaired_queries == 2 and retriever.failed_queries == 0
+
+
 def test_eval_over_closed_corpus_in_process_and_http_agree(config, smollm2_tokenizer, tmp_path):
     import jax
 

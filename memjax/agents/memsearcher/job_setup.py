@@ -74,7 +74,7 @@ def ensure_closed_corpus(config: ConfigDict, split: str | None = None) -> Path:
     if not paragraphs:
         names = ", ".join(q.path.name for q in qa_files)
         raise DataError(
-            f"config.retriever.corpus={str(corpus)!r} does not exist, and {names} carry no "
+            f"config.retriever.corpus={str(corpus)!r}: the question files ({names}) carry no "
             "paragraphs to pool into a closed corpus; give a corpus file ({id, contents} jsonl)"
         )
     if state == "stale":

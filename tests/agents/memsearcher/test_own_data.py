@@ -133,5 +133,5 @@ def test_a_set_without_paragraphs_and_no_corpus_is_one_line(config, tmp_path):
     nq = tmp_path / "nq.jsonl"
     nq.write_text(json.dumps({"id": "q1", "question": "q", "golden_answers": ["a"]}) + "\n")
     config.data.eval_files = f"nq={nq}"
-    with pytest.raises(DataError, match="nq.jsonl carry no paragraphs to pool into a closed"):
+    with pytest.raises(DataError, match=r"\(nq.jsonl\) carry no paragraphs to pool into a closed"):
         job_setup.make_retriever(config, "eval")
