@@ -10,7 +10,7 @@ from tokenizers import Tokenizer
 
 from memjax.agents.memory_r1.construction import build_banks, conversation_stream
 from memjax.checkpoints import packaged
-from memjax.data.synthetic import SyntheticConfig, generate_conversations
+from memjax.experiments.synthetic import SyntheticConfig, generate_conversations
 from memjax.memory.bank import MemoryBank
 from memjax.memory.bank_io import load_bank, save_bank
 from memjax.memory.ops import ADD, UPDATE, MemoryOp
