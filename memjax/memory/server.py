@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import signal
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -357,7 +358,13 @@ def serve_job(config, workdir) -> None:
     server = make_server(service, config.host, config.port, limits=limits)
     host, port = server.server_address[:2]
     print(f"serving {len(retriever)} documents on http://{host}:{port}", flush=True)
+    # uvicorn stops gracefully on SIGINT / SIGTERM, then raises the signal again for the
+    # handler it found: a quiet one here, so a stopped server exits 0 without a traceback.
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
     try:
-        server.serve_forever()  # uvicorn stops on SIGINT / SIGTERM
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
     finally:
+        signal.signal(signal.SIGTERM, previous)
         server.server_close()
