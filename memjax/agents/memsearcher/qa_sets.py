@@ -16,6 +16,7 @@ anywhere.
 
 from __future__ import annotations
 
+import contextlib
 from functools import lru_cache
 from pathlib import Path
 
@@ -163,10 +164,9 @@ def qa_split_summary(data: ConfigDict, split: str) -> SplitSummary:
         how.append(line)
     other = "train" if split == "eval" else "eval"
     if not shared and named_files(data, other):
-        try:  # the other part's size, when its files are at hand (evaluation needs none)
+        # The other part's size, when its files are at hand (an evaluation needs none).
+        with contextlib.suppress(DataError, ConfigError):
             sizes[other] = sum(len(v) for v in load_qa_sets(data, other).values())
-        except (DataError, ConfigError):
-            pass
     if int(data.get("max_examples", 0) or 0):
         how.append(f"at most {int(data.max_examples)} questions per set")
     return SplitSummary(split, sizes, "; ".join(how))
