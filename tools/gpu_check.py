@@ -1,24 +1,32 @@
-"""Sampler and train-step speed on one NVIDIA GPU, for each attention implementation.
+"""memjax on one NVIDIA GPU: parity, a few GRPO steps, sampler and train-step speed.
 
-    python tools/gpu_check.py                 # about 5 minutes on an H100; one JSON line
-    python tools/gpu_check.py --quick         # smaller shapes, a smoke run
+    python tools/gpu_check.py                     # about 8 minutes on an H100; one JSON line
+    python tools/gpu_check.py --quick             # smaller shapes, a smoke run
+    python tools/gpu_check.py --out gpu.json      # the JSON also written to a file
 
-On a Qwen2.5-1.5B-shaped decoder with random bf16 weights (no checkpoint needed):
-  sampler   prefill of 128-token prompts and 256 decode steps at batch 1 and 64: decode steps/s
-            against the HBM-bandwidth limit (every step reads the weights and the live KV
-            cache once), prefill seconds per implementation
+  parity    SmolLM2-135M-Instruct (the packaged GGUF) on the GPU in f32 (matmuls at full
+            precision) against transformers' logits on the CPU: max |diff|, KL, top-1 agreement
+  grpo      a few steps of the toy GRPO recipe (configs/toy_grpo.py) on the GPU, run by the
+            trainer itself: seconds, and its summary line's reward
+  sampler   on a Qwen2.5-1.5B-shaped decoder with random bf16 weights (no checkpoint needed):
+            prefill of 128-token prompts and 256 decode steps at batch 1, 8 and 64: tokens/s
+            and the fraction of the GPU's HBM bandwidth they use (every step reads the weights
+            and the live KV cache once), prefill seconds
   train     the GRPO policy train step (f32 master weights, bf16 compute, remat full) on
             8 rows x 2,048 tokens in 2 micro-batches: seconds per step and MFU on the GPU's
             published bf16 peak (memjax.hardware)
-for attention "xla" and "cudnn" (the prefill runs the chosen kernel; decode keeps its own cached
-path, so its two rates should agree). Each timing is the median of 3 runs after a compile run. Without an NVIDIA GPU it exits with status
-2 and one line saying so.
+Sampler and train run for attention "xla" and "cudnn" (the prefill and the train step run the
+chosen kernel; decode keeps its own cached path, so its two rates should agree). Each timing
+is the median of 3 runs after a compile run. Without an NVIDIA GPU it exits with status 2 and
+one line saying so; a part that fails is recorded in the JSON as {"error": ...} and the others
+still run (exit status 1).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import runpy
 import statistics
 import sys
 import time
@@ -103,8 +111,9 @@ def sampler_check(cfg, params, batch: int, prompt: int, steps: int, acc) -> dict
         "batch": batch,
         "prefill_s": round(prefill_s, 4),
         "decode_steps_per_s": round(rate, 1),
+        "tokens_per_s": round(rate * batch, 1),
         "hbm_limit_steps_per_s": round(limit, 1) if limit else None,
-        "fraction_of_limit": round(rate / limit, 3) if limit else None,
+        "hbm_fraction": round(rate / limit, 3) if limit else None,
     }
 
 
@@ -149,9 +158,84 @@ def train_check(cfg, rows: int, length: int, micro: int, acc) -> dict:
     }
 
 
+def parity_check(prompt_ids: int = 48) -> dict:
+    """The packaged SmolLM2-135M on the GPU (f32, full-precision matmuls) against transformers
+    on the CPU, over a chat prompt and a run of random token ids."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import torch
+
+    from memjax.checkpoints import load_model
+    from memjax.models import decoder
+
+    check_logits = runpy.run_path(str(REPO / "tools" / "check_logits.py"))
+    model = load_model("packaged:smollm2")
+    reference = check_logits["load_transformers"](model.path)
+    rng = np.random.default_rng(0)
+    batches = [
+        model.tokenizer.chat([{"role": "user", "content": "What is the capital of France?"}])
+    ]
+    batches.append(rng.integers(0, model.cfg.vocab_size, prompt_ids).tolist())
+    params = jax.device_put(model.params, jax.devices("gpu")[0])
+    worst, kls, agree, total = 0.0, [], 0, 0
+    log_softmax = check_logits["_log_softmax"]
+    for ids in batches:
+        tokens = np.asarray([ids], np.int32)
+        with jax.default_matmul_precision("highest"):
+            ours, _ = decoder.jit_forward(
+                params, jnp.asarray(tokens), jnp.arange(len(ids))[None], model.cfg
+            )
+        ours = np.asarray(ours[0], np.float64)
+        with torch.no_grad():
+            ref = reference(torch.tensor(tokens, dtype=torch.long)).logits[0].double().numpy()
+        worst = max(worst, float(np.abs(ours - ref).max()))
+        lp_ref, lp_ours = log_softmax(ref), log_softmax(ours)
+        kls.extend((np.exp(lp_ref) * (lp_ref - lp_ours)).sum(-1).tolist())
+        agree += int((ours.argmax(-1) == ref.argmax(-1)).sum())
+        total += len(ids)
+    return {
+        "model": "SmolLM2-135M-Instruct (packaged GGUF)",
+        "device": jax.devices("gpu")[0].device_kind,
+        "max_abs_diff": worst,
+        "mean_kl": float(np.mean(kls)),
+        "top1_agreement": agree / total,
+        "tokens": total,
+    }
+
+
+def grpo_check(steps: int) -> dict:
+    """`steps` GRPO steps of configs/toy_grpo.py by the trainer, on the GPU."""
+    import contextlib
+    import io
+    import tempfile
+
+    from memjax.rl import toy
+
+    config = runpy.run_path(str(REPO / "configs" / "toy_grpo.py"))["get_config"]()
+    config.num_steps = steps
+    config.eval_every = steps
+    out = io.StringIO()
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as workdir, contextlib.redirect_stdout(out):
+        toy.train_job(config, workdir)
+    seconds = time.perf_counter() - t0
+    summary = json.loads(out.getvalue().strip().splitlines()[-1])
+    return {"steps": steps, "seconds_with_compiles": round(seconds, 1), "summary": summary}
+
+
+def _guarded(fn, *args) -> dict | list:
+    """A part's result, or {"error": ...} when it raises (the other parts still run)."""
+    try:
+        return fn(*args)
+    except Exception as e:  # a failing part is the check's finding, recorded in the JSON
+        return {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--quick", action="store_true", help="2 layers, short sequences (smoke run)")
+    p.add_argument("--out", default="", help="also write the JSON to this file")
     args = p.parse_args(argv)
     sys.path.insert(0, str(REPO))
     import jax
@@ -177,20 +261,27 @@ def main(argv=None) -> int:
     shape = dict(QWEN25_1P5B, num_layers=2) if args.quick else QWEN25_1P5B
     base = DecoderConfig(**shape, param_dtype="bfloat16", compute_dtype="bfloat16")
     prompt, steps, length = (32, 16, 256) if args.quick else (128, 256, 2048)
-    out = {"device": device.device_kind, "accelerator": acc.name if acc else None, "sampler": {}}
+    out = {"device": device.device_kind, "accelerator": acc.name if acc else None}
+    out["jax"] = jax.__version__
+    out["parity"] = _guarded(parity_check)
+    out["grpo"] = _guarded(grpo_check, 3 if args.quick else 5)
+    out["sampler"] = {}
     params = init_params(decoder_abstract(base), jax.random.key(0))
     for attention in ("xla", "cudnn"):
         cfg = base.replace(attention=attention)
         out["sampler"][attention] = [
-            sampler_check(cfg, params, b, prompt, steps, acc) for b in (1, 64)
+            _guarded(sampler_check, cfg, params, b, prompt, steps, acc) for b in (1, 8, 64)
         ]
     del params
     out["train"] = {
-        attention: train_check(base.replace(attention=attention), 8, length, 2, acc)
+        attention: _guarded(train_check, base.replace(attention=attention), 8, length, 2, acc)
         for attention in ("xla", "cudnn")
     }
-    print(json.dumps(out))
-    return 0
+    line = json.dumps(out)
+    if args.out:
+        Path(args.out).write_text(line + "\n")
+    print(line)
+    return 1 if '"error"' in line else 0
 
 
 if __name__ == "__main__":

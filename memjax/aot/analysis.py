@@ -77,6 +77,78 @@ def collectives(hlo_text: str) -> list[dict]:
     return found
 
 
+_COMPUTATION = re.compile(r"^(ENTRY\s+)?%?(?P<name>[\w.\-]+)\s.*\{\s*$")
+_CALLS = re.compile(r"\bfusion\(.*?calls=%?(?P<name>[\w.\-]+)")
+_RESULT = re.compile(r"^\s*(ROOT\s+)?%?[\w.\-]+\s*=\s*(?P<shape>\(?[a-z0-9]+\[[^=]*?)\s+[\w\-]+\(")
+_CUSTOM_CALL = re.compile(r'custom_call_target="(?P<target>[^"]+)"')
+
+
+def _computations(hlo_text: str) -> dict[str, list[str]]:
+    """The HLO module's computations: name -> its instruction lines."""
+    out: dict[str, list[str]] = {}
+    current = None
+    for line in hlo_text.splitlines():
+        m = _COMPUTATION.match(line)
+        if m and not line.startswith(" "):
+            current = m.group("name")
+            out[current] = []
+        elif line.startswith("}"):
+            current = None
+        elif current is not None:
+            out[current].append(line)
+    return out
+
+
+def custom_calls(hlo_text: str) -> dict[str, int]:
+    """Custom-call targets in the compiled HLO (cuDNN's fused attention is
+    `__cudnn$fmha...`), with their counts."""
+    found: dict[str, int] = defaultdict(int)
+    for m in _CUSTOM_CALL.finditer(hlo_text):
+        found[m.group("target")] += 1
+    return dict(found)
+
+
+# Custom calls that are fused-attention kernels: cuDNN's flash attention (`__cudnn$fmha*`,
+# forward and backward), and Pallas kernels (Mosaic on TPU: splash; Triton on GPU).
+_FUSED_KERNELS = ("fmha", "tpu_custom_call", "triton")
+
+
+def fused_attention_calls(hlo_text: str) -> dict[str, int]:
+    """The fused kernels a compiled program calls, by custom-call target."""
+    calls = custom_calls(hlo_text).items()
+    return {k: v for k, v in calls if any(f in k.lower() for f in _FUSED_KERNELS)}
+
+
+def materialised_scores(hlo_text: str, length: int, widths: tuple[int, ...] = ()) -> list[str]:
+    """Buffers an attention over `length` tokens would hold as a [..., T, T] score or mask
+    matrix: results with two dimensions equal to `length` and rank >= 3 (rank >= 4, or a
+    boolean mask, when `length` is also one of the model's feature `widths`: a [B, T, D]
+    activation with D = T is no score matrix), written by instructions outside fusion bodies
+    (a fusion's own intermediates stay in registers and shared memory; only what an
+    instruction of a non-fused computation produces is a buffer in HBM)."""
+    if length <= 1:
+        return []
+    comps = _computations(hlo_text)
+    calls = (_CALLS.search(line) for lines in comps.values() for line in lines)
+    fused = {m.group("name") for m in calls if m}
+    ambiguous = length in widths
+    shapes = set()
+    for name, lines in comps.items():
+        if name in fused:
+            continue
+        for line in lines:
+            m = _RESULT.match(line)
+            if not m:
+                continue
+            for dtype, dims in _arrays(m.group("shape")):
+                if len(dims) < 3 or dims.count(length) < 2:
+                    continue
+                if ambiguous and len(dims) < 4 and dtype != "pred":
+                    continue
+                shapes.add(f"{dtype}[{','.join(map(str, dims))}]")
+    return sorted(shapes)
+
+
 def collective_summary(found: list[dict], top: int = 3) -> dict:
     by_kind: dict[str, dict] = defaultdict(lambda: {"count": 0, "bytes": 0})
     for c in found:
@@ -149,7 +221,8 @@ def analyse(program: Program, compiled, target: Target, compile_s: float, shard_
         "temporaries": _gap(temp, planner.get("temporaries")),
         "working set": _gap(footprint - args, planner.get("working set")),
     }
-    found = collectives(compiled.as_text())
+    hlo = compiled.as_text()
+    found = collectives(hlo)
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) else cost
     compute_s = program.hardware_flops / target.peak_flops if target.peak_flops else 0.0
@@ -175,6 +248,9 @@ def analyse(program: Program, compiled, target: Target, compile_s: float, shard_
         "fits": resident <= usable,
         "collectives": collective_summary(found),
         "gathered_whole": gathered_whole(found, program.params, shard_count),
+        "fused_attention": fused_attention_calls(hlo),
+        "attention_len": program.attention_len,
+        "score_buffers": materialised_scores(hlo, program.attention_len, program.widths),
         "replicated_inputs": replicated_inputs(compiled, program.args),
         "xla_flops": float(cost.get("flops", 0.0)) if cost else 0.0,
         "xla_bytes_accessed": float(cost.get("bytes accessed", 0.0)) if cost else 0.0,
@@ -214,6 +290,9 @@ def rejected(program: Program, target: Target, error: Exception, compile_s: floa
         "collectives": {"by_kind": {}, "largest": []},
         "gathered_whole": [],
         "replicated_inputs": [],
+        "fused_attention": {},
+        "attention_len": getattr(program, "attention_len", 0),
+        "score_buffers": [],
         "roofline_mfu": 0.0,
         "roofline_bound": "-",
     }
@@ -238,14 +317,22 @@ def table_row(r: dict) -> str:
     return (
         f"| {r['function']} | {comp} | {plan} | {off} | {gib(r['resident_bytes'])} of "
         f"{gib(r['usable_bytes'])} {'yes' if r['fits'] else 'NO'} | {largest} | "
-        f"{r['roofline_mfu']:.2f} ({r['roofline_bound']}) |"
+        f"{attention_cell(r)} | {r['roofline_mfu']:.2f} ({r['roofline_bound']}) |"
     )
+
+
+def attention_cell(r: dict) -> str:
+    """The fused kernels called (count) and any [T, T] score buffer, for a table cell."""
+    kernels = ", ".join(f"{k} x{v}" for k, v in r.get("fused_attention", {}).items()) or "none"
+    scores = r.get("score_buffers", [])
+    return kernels + (f"; [T,T] scores {', '.join(scores)}" if scores else "")
 
 
 TABLE_HEADER = (
     "| function | compiled args/out/temp GiB | planner args/out/temp GiB | planner off >15% "
-    "| resident GiB of usable, fits | largest collective | roofline MFU |\n"
-    "|---|---|---|---|---|---|---|"
+    "| resident GiB of usable, fits | largest collective | fused attention kernels "
+    "| roofline MFU |\n"
+    "|---|---|---|---|---|---|---|---|"
 )
 
 __all__ = [

@@ -111,6 +111,8 @@ class Program:
     hardware_flops: float  # model FLOPs plus the recomputation remat adds
     hbm_traffic: float  # per device, per call: the bytes a roofline must stream at least
     params: dict = dataclasses.field(default_factory=dict)  # name -> abstract, for gather checks
+    attention_len: int = 0  # T of its causal self-attention: a [T, T] score buffer is a finding
+    widths: tuple[int, ...] = ()  # the model's feature widths (D, F, N x Hd, K x Hd)
 
     def lower(self):
         return self.fn.lower(*self.args, **self.kwargs)
@@ -299,6 +301,7 @@ def _policy_train_step(t: _Target) -> Program:
         t.train_flops + t.remat_flops,
         t.train_traffic,
         params=t.policy_abstract,
+        attention_len=w.seq_len,
     )
 
 
@@ -336,6 +339,7 @@ def _critic_train_step(t: _Target) -> Program:
         t.train_flops + t.remat_flops,
         t.train_traffic,
         params=critic_abstract,
+        attention_len=job.workload.seq_len,
     )
 
 
@@ -366,6 +370,7 @@ def _logprob_pass(t: _Target) -> Program:
         flops,
         t.gathered / 3,
         params=t.policy_abstract,
+        attention_len=w.seq_len,
     )
 
 
@@ -420,6 +425,7 @@ def _sampler_prefill(t: _Target) -> Program:
         flops,
         flops,
         weights + kv,
+        attention_len=s.prompt,
     )
 
 
@@ -445,6 +451,7 @@ def _sampler_prefill_chunk(t: _Target, s: _SamplerShapes, chunk: int) -> Program
         flops,
         flops,
         weights + kv,
+        attention_len=s.prompt,
     )
 
 
@@ -525,7 +532,14 @@ def job_programs(job: JobShape, mesh: Mesh, only: set[str] | None = None) -> lis
     names = [n for n in PROGRAMS if only is None or n in only]
     if job.algorithm != "ppo":
         names = [n for n in names if n != "critic_train_step"]
-    return [PROGRAMS[n](target) for n in names]
+    cfg = job.cfg
+    widths = (
+        cfg.embed_dim,
+        cfg.mlp_dim,
+        cfg.num_heads * cfg.head_dim,
+        cfg.num_kv_heads * cfg.head_dim,
+    )
+    return [dataclasses.replace(PROGRAMS[n](target), widths=widths) for n in names]
 
 
 __all__ = [

@@ -1,6 +1,8 @@
-"""What an ahead-of-time compile targets: a TPU slice described by libtpu, or N CPU devices.
+"""What an ahead-of-time compile targets: a TPU slice described by libtpu, NVIDIA GPUs described
+by memjax (memjax/aot/gpu_targets.py), or N CPU devices.
 
     target = tpu_target("v5p:2x2x1")        # 4 v5p chips, no TPU needed (libtpu installed)
+    target = gpu_target("h100x8")           # 8 H100s, no GPU needed (jax[cuda12] installed)
     target = cpu_target(8, hardware)        # 8 host devices (XLA_FLAGS device count >= 8)
 
 A TPU topology's devices come from `jax.experimental.topologies.get_topology_desc`, as
@@ -34,7 +36,7 @@ class TargetError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Target:
-    name: str  # "v5p:2x2x1" or "cpu:8"
+    name: str  # "v5p:2x2x1", "h100x8" or "cpu:8"
     devices: tuple
     hardware: hw_lib.Hardware  # what the memory is held against (HBM, peaks)
 
@@ -89,6 +91,43 @@ def tpu_target(topology: str) -> Target:
     return Target(topology, devices, hw_lib.Hardware(acc, len(devices)))
 
 
+def gpu_target(name: str) -> Target:
+    """The devices of `name` ('h100x8', 'a100x8', 'h200x16'): that many GPUs of the card, 8 to
+    a host, from XLA's GPU compiler given memjax's description of the card. Needs jax[cuda12]
+    (make setup-gpu) and, with no GPU here, JAX_PLATFORMS=cpu JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1
+    set before JAX starts (tools/aot_check.py sets them)."""
+    from memjax.aot import gpu_targets
+
+    parsed = gpu_targets.parse_target(name)
+    if parsed is None:
+        raise TargetError(
+            f"--target {name!r}: expected CARDxN with CARD one of "
+            f"{sorted(gpu_targets.TARGET_NAMES)} (e.g. h100x8)"
+        )
+    card, n = parsed
+    per_host = hw_lib.accelerator(card).devices_per_host
+    if n > per_host and n % per_host:
+        raise TargetError(f"--target {name}: {n} GPUs are not whole hosts of {per_host}")
+    hosts, local = (n // per_host, per_host) if n > per_host else (1, n)
+    try:
+        from jax.experimental import topologies
+
+        desc = topologies.get_topology_desc(
+            platform="cuda",
+            target_config=gpu_targets.target_config(card),
+            topology=f"1x{hosts}x{local}",
+        )
+    except Exception as e:  # jax[cuda12] missing: no CUDA plugin to compile with
+        raise TargetError(
+            f"--target {name}: the CUDA compiler could not describe the devices "
+            f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); install "
+            "jax[cuda12] (make setup-gpu) and run with JAX_PLATFORMS=cpu "
+            "JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1"
+        ) from None
+    devices = tuple(desc.devices)
+    return Target(name.lower(), devices, hw_lib.Hardware(hw_lib.accelerator(card), len(devices)))
+
+
 def cpu_target(n: int, hardware: hw_lib.Hardware) -> Target:
     """n host CPU devices, held against `hardware` (the config's own accelerator)."""
     devices = jax.devices("cpu")
@@ -100,4 +139,12 @@ def cpu_target(n: int, hardware: hw_lib.Hardware) -> Target:
     return Target(f"cpu:{n}", tuple(devices[:n]), hw_lib.Hardware(hardware.accelerator, n))
 
 
-__all__ = ["Target", "TargetError", "TPU_KINDS", "default_topology", "tpu_target", "cpu_target"]
+__all__ = [
+    "Target",
+    "TargetError",
+    "TPU_KINDS",
+    "default_topology",
+    "tpu_target",
+    "gpu_target",
+    "cpu_target",
+]

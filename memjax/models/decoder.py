@@ -84,10 +84,11 @@ def attention(q, k, v, mask, cfg: DecoderConfig, mesh: Mesh | None = None, rules
     """Grouped-query causal self-attention over T tokens, by `cfg.attention`.
 
     q: [B, T, N, Hd]; k, v: [B, T, K, Hd]; mask: [B, T, T] bool (True = may attend): causal
-    and padding, as `forward_hidden` builds it. Returns [B, T, N, Hd].
+    and padding, as `forward_hidden` builds it for the XLA path. Returns [B, T, N, Hd].
 
     The fused kernels (splash on TPU, cuDNN on GPU; `fused_attention`) take the padding as a
-    token mask, which is the mask's last row (the last query sees every real key).
+    token mask, the mask's last row (the last query sees every real key): `forward_hidden`
+    hands them that row alone, [B, 1, T].
     """
     implementation = fused_attention.resolve(cfg.attention, mesh)
     if implementation == "splash":
@@ -402,8 +403,13 @@ def forward_hidden(
         positions, inverse_frequencies(cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
     )
 
-    causal = jnp.tril(jnp.ones((T, T), jnp.bool_))
-    mask = causal[None] & token_mask[:, None, :]  # [B, T, T]
+    if (cache is None or fresh_cache) and fused_attention.resolve(cfg.attention, mesh) != "xla":
+        # A fused kernel takes the token mask alone (`attention`): a [B, T, T] mask handed to
+        # every layer would be the one T x T buffer the kernel avoids.
+        mask = token_mask[:, None, :]  # [B, 1, T]
+    else:
+        causal = jnp.tril(jnp.ones((T, T), jnp.bool_))
+        mask = causal[None] & token_mask[:, None, :]  # [B, T, T]
     layer_fn = _remat(_layer, cfg.remat)
     layers = params["layers"]
     if cache is None:

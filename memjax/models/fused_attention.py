@@ -8,7 +8,8 @@ the backward pass, the output and one log-sum-exp per query (what FlashAttention
 Padding rows and columns: splash attention follows MaxText's use of segment ids (real tokens
 segment 1, padding segment 0), so a real query sees only real keys and a padding query sees
 only padding keys (its output is garbage that callers mask out, and it never turns NaN, as in
-the XLA path); cuDNN gets the padding as a boolean mask next to its own causal mask.
+the XLA path); for cuDNN each row is rotated so that its padding follows its real tokens,
+where its own causal mask keeps real queries from it (`cudnn_attention`).
 
 Which implementation runs is `DecoderConfig.attention` ("xla", "splash", "cudnn"; "" picks by
 the platform of the mesh's devices: splash on TPU, cuDNN on GPU, XLA elsewhere).
@@ -25,6 +26,7 @@ from memjax.parallel import logical_to_spec, normalize_rules
 IMPLEMENTATIONS = ("xla", "splash", "cudnn")
 _DEFAULT_BY_PLATFORM = {"tpu": "splash", "gpu": "cudnn", "cuda": "cudnn", "rocm": "xla"}
 SPLASH_BLOCK = 128  # splash's tiles (and its lane width): sequences are padded to a multiple
+CUDNN_BLOCK = 128  # cuDNN flash attention's query and key tiles: sequences padded likewise
 
 
 def platform(mesh: Mesh | None) -> str:
@@ -130,14 +132,31 @@ def splash_attention(q, k, v, token_mask, *, mesh=None, rules=None, interpret=No
 # ------------------------------------------------------------------------------ cuDNN
 
 
-def cudnn_attention(q, k, v, token_mask):
+def cudnn_attention(q, k, v, token_mask, *, implementation: str = "cudnn"):
     """q: [B, T, N, Hd]; k, v: [B, T, K, Hd]; token_mask: [B, T] bool -> [B, T, N, Hd].
 
-    cuDNN's causal mask plus the padding keys as a mask (left or right padding); grouped-query
-    heads are cuDNN's own. Runs on NVIDIA GPUs only (bf16 / f16 inputs)."""
-    keys = token_mask[:, None, None, :]  # [B, 1, 1, S]
-    mask = jnp.broadcast_to(keys, (q.shape[0], 1, q.shape[1], k.shape[1]))
-    return jax.nn.dot_product_attention(q, k, v, mask=mask, is_causal=True, implementation="cudnn")
+    cuDNN's flash attention with its own causal mask and nothing else: a boolean mask would
+    reach cuDNN as a [B, 1, T, T] bias, the very matrix a fused kernel exists not to build. A
+    row's real tokens are one contiguous run (prompts left-padded, responses right-padded), so
+    each row is rotated to start at its first real token: its padding then all follows its real
+    tokens, where the causal mask alone keeps every real query from it (a padding query attends
+    to what precedes it: garbage that callers mask out, never NaN, as in the XLA path). The
+    output is rotated back. Grouped-query heads are cuDNN's own. Runs on NVIDIA GPUs only (bf16
+    / f16 inputs); `implementation="xla"` runs the same arithmetic in XLA ops (tests on CPU).
+    """
+    T = q.shape[1]
+    first = jnp.argmax(token_mask, axis=1).astype(jnp.int32)  # [B]: 0 for a row with no padding
+    index = (jnp.arange(T, dtype=jnp.int32)[None, :] + first[:, None]) % T  # [B, T]
+    rotate = lambda x, i: jnp.take_along_axis(x, i[:, :, None, None], axis=1)
+    # cuDNN's training kernels take even lengths only (MemSearcher's rows are 6,719 tokens):
+    # rows are padded at the end to whole tiles, after every real token, like the rest.
+    padded = -(-T // CUDNN_BLOCK) * CUDNN_BLOCK
+    tail = lambda x: jnp.pad(rotate(x, index), ((0, 0), (0, padded - T), (0, 0), (0, 0)))
+    out = jax.nn.dot_product_attention(
+        tail(q), tail(k), tail(v), is_causal=True, implementation=implementation
+    )[:, :T]
+    back = (jnp.arange(T, dtype=jnp.int32)[None, :] - first[:, None]) % T
+    return rotate(out, back)
 
 
 __all__ = [

@@ -1,7 +1,8 @@
 """Fused attention against the XLA path on the 8-device fake CPU mesh (f32, within 1e-5).
 
 Splash attention runs in Pallas' interpreter on CPU (the TPU kernel's own code, interpreted);
-cuDNN needs an NVIDIA GPU, so on CPU only its selection is checked. Batches mix a left-padded
+cuDNN needs an NVIDIA GPU, so on CPU its row rotation runs around XLA's causal attention (the
+same call with implementation="xla"), and tests/scale/test_aot_gpu.py compiles the kernel. Batches mix a left-padded
 and a right-padded row: outputs are compared on real tokens (padding rows are garbage that
 callers mask out, in every implementation) and gradients everywhere.
 """
@@ -56,6 +57,24 @@ def test_splash_equals_xla_values_and_gradients(with_mesh):
         q, k, v, token_mask, mesh=mesh, rules=RULES
     )
     assert_same_attention(splash, xla, (q, k, v), token_mask, w)
+
+
+def test_cudnn_rotation_equals_xla_values_and_gradients():
+    """cuDNN gets no padding mask: each row is rotated so its padding follows its real tokens,
+    where the causal mask alone keeps real queries from it."""
+    B, T, N, K, H = 4, 24, 4, 2, 8
+    keys = jax.random.split(jax.random.key(2), 4)
+    q = jax.random.normal(keys[0], (B, T, N, H))
+    k = jax.random.normal(keys[1], (B, T, K, H))
+    v = jax.random.normal(keys[2], (B, T, K, H))
+    token_mask = _token_mask(B, T).at[3, :].set(True)  # and a row with no padding
+    w = jax.random.normal(keys[3], (B, T, N, H)) * token_mask[:, :, None, None]
+    mask = jnp.tril(jnp.ones((T, T), bool))[None] & token_mask[:, None, :]
+    xla = lambda q, k, v: decoder.xla_attention(q, k, v, mask)
+    rotated = lambda q, k, v: fused_attention.cudnn_attention(
+        q, k, v, token_mask, implementation="xla"
+    )
+    assert_same_attention(rotated, xla, (q, k, v), token_mask, w)
 
 
 def assert_same_attention(ours, ref, args, token_mask, w) -> None:

@@ -80,11 +80,16 @@ def test_hand_calculation():
     assert p.parts["activations: layer weights"] == 2 * 296 * 2
     assert p.parts["activations: logits"] == 2 * 192 + 768
     assert p.parts["gradients"] == policy
-    # The update: new weights, m and v (f32, train layout) before the finite-gradient select.
-    assert p.parts["optimizer update"] == 3 * policy
-    assert p.train == policy + 256 + 1824 + 1184 + 1152 + 3 * policy == 11712
+    # The update on a GPU: one state-sized buffer (the new moments overwrite the donated ones).
+    assert p.parts["optimizer update"] == policy
+    assert p.train == policy + 256 + 1824 + 1184 + 1152 + policy == 8064
     assert p.logprobs == 0  # no log-prob pass in this workload
-    assert p.peak == 9040 + 11712 and p.fits
+    assert p.peak == 9040 + 8064 and p.fits
+    # Donating on a TPU: new weights, m and v (f32, train layout) before the finite-gradient
+    # select.
+    tpu = hardware.Hardware(hardware.accelerator("TPU-v5p"), 4)
+    on_tpu = planning.plan(tiny_workload(hardware=tpu, donate_state=True))
+    assert on_tpu.parts["optimizer update"] == 3 * policy
 
 
 def test_fused_attention_and_logprob_pass_terms():
