@@ -38,6 +38,7 @@ with the mesh's axis sizes, exactly as the train step and sampler place them):
                  weights one layer's fsdp-gathered weights (and their gradient) in compute dtype
                  logits  the vocab-chunked log-prob slab [b, T, chunk] f32 (x3: logits, exp,
                          gradient) and `VOCAB_TABLE_COPIES` gathered vocabulary tables
+                         (`VOCAB_TABLE_COPIES_GPU` on a GPU)
                where the step donates its state (CPU, GPU: `train_step.donates_state`), the
                update's temporaries: the new weights and both new moments (param dtype),
                computed whole before the step keeps them or, on a non-finite gradient norm,
@@ -116,6 +117,10 @@ LOGIT_SLABS = 3  # chunk logits, their exponentials, their gradient
 # compile of MemSearcher 3B: 593 + 608 + 608 MiB; Memory-R1 3B shares the last two). The
 # lookup's gradient is no table of its own (`models/embedding.py` keeps it sharded).
 VOCAB_TABLE_COPIES = 3
+# On a GPU two are live at once (GPU compiles of every paper config's train step on its H100s,
+# tools/aot_check.py --target: with three, the planner read +1% to +15% over the compiler's
+# temporaries, fsdp-8 MemSearcher 3B the most; with two, -3% to +5%).
+VOCAB_TABLE_COPIES_GPU = 2
 UPDATE_COPIES = 3  # new weights, new m, new v, live together before the finite-gradient select
 # XLA's GPU compiler writes the new moments over the donated old ones and keeps one state-sized
 # buffer apart (GPU compiles of Qwen2.5-3B and 7B GRPO steps on H100s, tools/aot_check.py
@@ -327,8 +332,13 @@ def _activation_parts(w: Workload) -> dict[str, int]:
         "activations: saved": saved,
         "activations: one layer": layer,
         "activations: layer weights": gathered,
-        "activations: logits": logits + VOCAB_TABLE_COPIES * vocab_table_bytes(w),
+        "activations: logits": logits + _vocab_table_copies(w) * vocab_table_bytes(w),
     }
+
+
+def _vocab_table_copies(w: Workload) -> int:
+    gpu = w.hardware.accelerator.kind == "gpu"
+    return VOCAB_TABLE_COPIES_GPU if gpu else VOCAB_TABLE_COPIES
 
 
 def vocab_table_bytes(w: Workload) -> int:
