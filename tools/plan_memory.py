@@ -77,8 +77,12 @@ CHECKED_AGAINST_COMPILE = {
     "activations: one layer (XLA attention)": "train step with f32 scores, -3% (3B)",
     "rollout: prefill, rollout: decode step": "prefill -9%, decode -5%",
     "log-prob pass (a chunk)": "chunks of 4 rows/device +5% (3B; before chunking 1,024 rows: -7%)",
+    "gradients + activations + optimizer update (GPU)": "XLA's GPU compiler, cuDNN attention, donated (aot_check --target), every paper config's train step on its H100s: +3% (3B GRPO and PPO), -0% (7B GRPO), +4% (7B PPO), -3% (8B GRPO), +5% (8B PPO), -1% (14B GRPO and PPO); MemSearcher +5% (3B), +1% (7B), +1% (14B)",
 }
-UNCHECKED = "the cuDNN path (no GPU compile here); the sampler and log-prob pass beyond 3B"
+UNCHECKED = (
+    "the sampler and log-prob pass beyond 3B on TPU; on GPU the log-prob pass (+21% 3B, "
+    "-38% 7B) and the prefill and decode step's temporaries (-18% to +42%)"
+)
 
 
 def checked_note() -> str:
