@@ -118,3 +118,17 @@ def test_gpu_target_configs_name_the_published_figures():
     assert f"device_memory_size: {hardware.accelerator('H100-80GB').hbm_bytes}\n" in text
     assert "memory_bandwidth: 4800000000000\n" in gpu_targets.target_config("H200")
     assert "core_count: 108\n" in gpu_targets.target_config("A100-80GB")
+
+
+def test_cli_rejects_a_bad_gpu_target():
+    tool = REPO / "tools" / "aot_check.py"
+    proc = subprocess.run(
+        [sys.executable, str(tool), str(REPO / "configs" / "grpo_qwen3b.py"), "--target", "v100x8"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=300,
+    )
+    assert proc.returncode == 2
+    assert "--target 'v100x8': expected CARDxN with CARD one of" in proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["error"]
