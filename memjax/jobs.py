@@ -27,6 +27,7 @@ JOBS: dict[str, str] = {
     "sft.make_data": "memjax.experiments.teachers.job:make_data_job",
     "sft.train": "memjax.sft.job:train_job",
     "reproduce.run": "memjax.experiments.reproduce.job:reproduce_job",
+    "serve.openai": "memjax.serving.openai_job:serve_job",
 }
 
 
