@@ -17,6 +17,7 @@ from ml_collections import ConfigDict
 
 from memjax.agents.memsearcher.episode import TRAIN_MAX_TURNS
 from memjax.agents.memsearcher.recipe import paper_config
+from memjax.remote import openai_source
 
 LOCOMO = "../shared/data/locomo10.json"
 HOTPOT_SAMPLE = "../shared/data/hotpotqa_dev_distractor_500.jsonl"
@@ -37,6 +38,8 @@ def get_config() -> ConfigDict:
     config.teacher.temperature = 0.7
     config.teacher.top_p = 1.0
     config.teacher.max_new_tokens = 256
+    # A teacher at an OpenAI-compatible endpoint: --config.teacher.source=openai:MODEL@URL
+    config.teacher.openai = openai_source.default_config()
     config.teacher.batch_size = 8
     config.teacher.max_prompt_tokens = 8192
     config.teacher.attempts = 1  # samples per item: an item is kept at its first full reward

@@ -64,6 +64,7 @@ class Report:
     counters: dict[str, dict[str, int]]  # e.g. {"manager_parse": {"unknown_id": 3}}
     category_note: str = CATEGORY_MAPPING_NOTE
     split: SplitSummary | None = None  # the questions' split and the size of every part
+    judge: str | None = None  # the judge's model and where it ran, when a judge scored J
 
     @property
     def overall(self) -> CategoryRow:
@@ -105,6 +106,8 @@ class Report:
         ]
         if self.split is not None:
             lines.append(self.split.line())
+        if self.judge:
+            lines.append(f"Judge: {self.judge}.")
         if self.excluded:
             lines.append(
                 "Left out: "
@@ -151,6 +154,7 @@ def build_report(
     memory_tokens: Mapping[str, int] | None = None,
     counters: Mapping[str, Mapping[str, int]] | None = None,
     split: SplitSummary | None = None,
+    judge: str | None = None,
 ) -> Report:
     """Per-category means and the question-weighted overall over `categories`."""
     included = [r for r in results if r.category in categories]
@@ -183,4 +187,5 @@ def build_report(
         memory_tokens=dict(memory_tokens or {}),
         counters={k: dict(v) for k, v in (counters or {}).items()},
         split=split,
+        judge=judge,
     )

@@ -39,6 +39,7 @@ from memjax.eval.judge import JudgeTally, parse_judge_reply, render_judge_prompt
 from memjax.eval.report import QuestionResult, build_report
 from memjax.eval.scoring import mem0_scores, official_scores
 from memjax.memory.atomic import atomic_write_text
+from memjax.remote.openai_source import is_openai_source
 
 
 def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
@@ -143,8 +144,14 @@ def _scored(examples, outputs, parsed, replies, verdicts):
 
 
 def _memory_tokens(config, banks) -> dict[str, int]:
-    """Each conversation's bank size in the answer agent's tokens."""
-    tokenizer = load_agent_model(S.agent_spec(config, "answer")).tokenizer
+    """Each conversation's bank size in the answer agent's tokens (in config.model's when the
+    answer agent is an endpoint; none counted when that is one too)."""
+    spec = S.agent_spec(config, "answer")
+    if is_openai_source(spec.source):
+        if is_openai_source(config.model.source):
+            return {}
+        spec = S.agent_spec(config, "model")
+    tokenizer = load_agent_model(spec).tokenizer
     return {
         cid: memory_tokens(bank, lambda t: len(tokenizer.encode(t))) for cid, bank in banks.items()
     }
@@ -173,8 +180,11 @@ def _reports(config, results, **report_fields) -> dict:
         "mem0": (("f1", "bleu1", "j", "em"), TABLE1_ORDER),
         "official": (("official_f1",), official),
     }
+    judge = {"mem0": S.describe_model(config, "judge")}  # J is Mem0's protocol's only
     return {
-        name: build_report(results, metrics=metrics, categories=categories, **report_fields)
+        name: build_report(
+            results, metrics=metrics, categories=categories, judge=judge.get(name), **report_fields
+        )
         for name, (metrics, categories) in protocols.items()
     }
 

@@ -31,6 +31,7 @@ from memjax.data.splits import (
 from memjax.errors import ConfigError, DataError
 from memjax.eval.judge import JUDGE_TEMPLATE
 from memjax.fingerprint import path_stamp
+from memjax.remote import openai_source
 
 SPLITS = ("train", "validation", "test", "all")
 
@@ -159,8 +160,13 @@ def agent_spec(config: ConfigDict, role: str) -> ConfigDict:
 def policy_for(
     config: ConfigDict, role: str, max_new_tokens: int, batch_size: int, name: str | None = None
 ) -> TimedPolicy:
-    """A greedy, timed ChatPolicy for a role (evaluation and construction decode greedily)."""
-    model = load_agent_model(agent_spec(config, role))
+    """A greedy, timed ChatPolicy for a role (evaluation and construction decode greedily);
+    an `openai:MODEL@URL` source is called over HTTP at temperature 0."""
+    spec = agent_spec(config, role)
+    if openai_source.is_openai_source(spec.source):
+        remote = remote_model(config, spec.source)
+        return TimedPolicy(remote.chat_policy(max_new_tokens), name or role, batch_size=batch_size)
+    model = load_agent_model(spec)
     policy = sampler_policy(
         model,
         {"greedy": True, "temperature": 1.0, "max_new_tokens": max_new_tokens},
@@ -169,6 +175,20 @@ def policy_for(
         max_prompt_tokens=int(config.construction.max_prompt_tokens),
     )
     return TimedPolicy(policy, name or role, batch_size=batch_size)
+
+
+def remote_model(config: ConfigDict, source: str) -> openai_source.OpenAIModel:
+    settings = openai_source.settings_from_config(config.get("openai"))
+    return openai_source.shared_model(source, settings)
+
+
+def describe_model(config: ConfigDict, role: str) -> str:
+    """A role's model as a report names it: an endpoint's model and URLs, or local weights."""
+    spec = agent_spec(config, role)
+    if openai_source.is_openai_source(spec.source):
+        model, urls = openai_source.parse_source(spec.source)
+        return f"{model} via OpenAI-compatible API at {', '.join(urls)}"
+    return f"{spec.trained or spec.source} (memjax sampler, greedy)"
 
 
 def call_inputs(config: ConfigDict, role: str, max_new_tokens: int) -> dict:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from ml_collections import ConfigDict
 
+from memjax.remote import openai_source
+
 PAPER_BATCH = 128  # questions per step (App. D "total batch 128")
 PAPER_GPUS = 4  # 4xH100 (8 for the 14B model)
 PAPER_MICRO_BATCH = 2  # rows per GPU per micro-step
@@ -107,6 +109,8 @@ def memory_r1_config(
     config.judge = _agent()
     config.judge.max_new_tokens = 128
     config.embedder = ConfigDict({"source": "packaged:minilm", "layout": ""})
+    # How `openai:MODEL@URL` sources (any role above) are reached: key variable, retries, cache.
+    config.openai = openai_source.default_config()
 
     config.data = ConfigDict()
     config.data.path = locomo_path  # or "synthetic"

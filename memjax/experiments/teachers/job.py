@@ -33,6 +33,7 @@ from memjax.experiments.teachers.memory_world import (
 from memjax.experiments.teachers.token_stats import token_counts
 from memjax.experiments.teachers.trajectory import ROLES, Trajectory, write_trajectories
 from memjax.experiments.teachers.verdict import RejectionTally, Verdict
+from memjax.remote.openai_source import is_openai_source, settings_from_config, shared_model
 
 MEMORY_ROLES = ("facts", "manager", "answer")
 TEACHERS = ("oracle", "model")
@@ -81,6 +82,9 @@ class Teachers:
 
             if not t.source:
                 raise ValueError("config.teacher.source is empty; a model teacher needs weights")
+            if is_openai_source(str(t.source)):
+                self._remote(t)
+                return
             model = load_model(str(t.source), param_dtype=str(t.param_dtype))
             sampling = TeacherSampling(
                 float(t.temperature), float(t.top_p), int(t.max_new_tokens),
@@ -90,6 +94,18 @@ class Teachers:
             self.chat = ChatTeacher(sampler, sampling.batch_size, sampling.seed)
             self.batch = BatchTeacher(sampler, sampling.batch_size)
             self.seed = sampling.seed
+
+    def _remote(self, t: ConfigDict) -> None:
+        """A teacher behind an OpenAI-compatible endpoint (`openai:MODEL@URL`), sampled there
+        at the teacher's temperature and top-p."""
+        from memjax.agents.remote_calls import remote_call_policy
+
+        settings = settings_from_config(t.get("openai"))
+        model = shared_model(str(t.source), settings)
+        sampling = dict(temperature=float(t.temperature), top_p=float(t.top_p))
+        self.chat = model.chat_policy(int(t.max_new_tokens), seed=int(t.seed), **sampling)
+        self.batch = remote_call_policy(model, int(t.max_new_tokens), **sampling)
+        self.seed = int(t.seed)
 
 
 def _sample_and_keep(make, replay, attempts: int, tally: RejectionTally, role: str):

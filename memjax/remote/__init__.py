@@ -1,0 +1,1 @@
+"""memjax.remote: models memjax calls over HTTP (any OpenAI-compatible endpoint)."""
