@@ -31,6 +31,7 @@ def _config(tmp_path, url=None):
         config.answer.source = config.judge.source = f"openai:smollm2@{url}"
         config.openai.cache_dir = str(tmp_path / "openai_cache")
         config.openai.max_retries = 1
+        config.openai.timeout_s = 3600.0  # a first call compiles (minutes on a loaded CPU)
         config.openai.backoff_s = 0.0
     return config
 

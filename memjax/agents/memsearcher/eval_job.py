@@ -137,6 +137,23 @@ def write_outputs(
     return paths
 
 
+def _remote_policy(config: ConfigDict, source: str, sampling):
+    """Every agent call sent to `source` (openai:MODEL@URL) at the eval sampling's temperature;
+    the tokenizer (token counts, tables) is config.model's, loaded without its weights."""
+    from memjax.agents.remote_calls import remote_call_policy
+    from memjax.checkpoints import packaged, trained_policy_dir
+    from memjax.checkpoints.tokenizer import load_tokenizer
+    from memjax.remote import openai_source
+
+    remote = openai_source.shared_model(
+        source, openai_source.settings_from_config(config.get("openai"))
+    )
+    temperature = 0.0 if sampling.greedy else sampling.temperature
+    policy = remote_call_policy(remote, sampling.max_new_tokens, temperature, sampling.top_p)
+    tokenizer = load_tokenizer(trained_policy_dir(packaged.resolve(str(config.model.source))))
+    return policy, tokenizer
+
+
 def eval_job(config: ConfigDict, workdir: str | None) -> dict:
     """Evaluates `config.eval.agents` on `config.data.eval`; prints both tables."""
     from memjax.agents.sampler_adapter import SamplerPolicy, sampling_params
@@ -146,22 +163,28 @@ def eval_job(config: ConfigDict, workdir: str | None) -> dict:
             "--workdir: memsearcher.eval needs a directory (tables, plot, predictions)"
         )
     agents = parse_agents(config.eval.agents)
+    source = str(config.eval.get("policy_source", "") or "")
+    if source and not source.startswith("openai:"):
+        raise ConfigError(f"config.eval.policy_source={source!r}: expected openai:MODEL@URL or ''")
     batch_sizes = eval_batch_sizes(config.eval)
     sets = job_setup.load_qa_sets(config.data, "eval")
     split = job_setup.qa_split_summary(config.data, "eval")
     print(split.line(), flush=True)
     # The model first: a wrong model path fails in seconds, not after the corpus is embedded.
-    model = job_setup.load_policy_model(config)
-    retriever = job_setup.make_retriever(config, "eval")
-    tokenizer = model.tokenizer
     sampling = sampling_params(config.eval_sampling)
-    policy = SamplerPolicy(
-        model.params,
-        model.cfg,
-        tokenizer,
-        sampling,
-        max_prompt_tokens=int(config.eval.max_context_tokens) - sampling.max_new_tokens,
-    )
+    if source:
+        policy, tokenizer = _remote_policy(config, source, sampling)
+    else:
+        model = job_setup.load_policy_model(config)
+        tokenizer = model.tokenizer
+        policy = SamplerPolicy(
+            model.params,
+            model.cfg,
+            tokenizer,
+            sampling,
+            max_prompt_tokens=int(config.eval.max_context_tokens) - sampling.max_new_tokens,
+        )
+    retriever = job_setup.make_retriever(config, "eval")
     t0 = time.perf_counter()
     directory = Path(workdir) / "eval"
     episodes: list[EvaluatedEpisode] = []
@@ -185,7 +208,8 @@ def eval_job(config: ConfigDict, workdir: str | None) -> dict:
         "questions": sum(len(v) for v in sets.values()),
         "split": split.to_json(),
         "agents": agents,
-        "overflowed_calls": policy.overflows,
+        "overflowed_calls": getattr(policy, "overflows", 0),
+        "policy": source or str(config.model.source),
         "wall_s": round(time.perf_counter() - t0, 1),
     }
     print(json.dumps(summary), flush=True)

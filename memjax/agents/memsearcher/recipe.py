@@ -20,6 +20,7 @@ from memjax.agents.prompt_templates import PromptTemplate, templates_from_config
 from memjax.agents.search_r1.episode import INSTRUCTION_TEMPLATE
 from memjax.agents.search_tool import SearchSettings
 from memjax.recipes.rl_sections import lora_section, optimizer_section, policy_loss_section
+from memjax.remote import openai_source
 
 # FlashRAG_datasets splits MemSearcher evaluates on: test for four, dev for the multi-hop three.
 EVAL_SPLITS = {
@@ -114,10 +115,14 @@ def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") 
     config.search_r1 = ConfigDict({"top_k": 3, "max_turns": 4, "max_observation_tokens": 500})
 
     # memsearcher.eval: MemSearcher against the growing-context baselines and plain RAG.
+    config.openai = openai_source.default_config()
     config.eval = ConfigDict()
     config.eval.agents = "memsearcher,search_r1,react,rag"
     config.eval.batch_size = 64  # questions whose episodes run in lock-step
     config.eval.agent_batch_sizes = ""  # "memsearcher=128,react=32": per agent, else batch_size
+    # "" samples config.model in process; openai:MODEL@URL sends every call to that endpoint
+    # (reached as config.openai says; tokens are still counted with config.model's tokenizer).
+    config.eval.policy_source = ""
     config.eval.max_context_tokens = 32768  # Qwen2.5's window; a longer context fails its call
 
     config.optimizer = optimizer_section(learning_rate=1e-6)
