@@ -11,6 +11,10 @@ from memjax.sampling.chat import generate_chat
 from memjax.sampling.sampling_params import SamplingParams
 from tests.serving.conftest import MODEL
 
+# Every test here runs the packaged SmolLM2 behind a live server (each new request shape is a
+# sampler compile): minutes on a 2-core machine.
+pytestmark = pytest.mark.heavy
+
 HELLO = [{"role": "user", "content": "Name three colours."}]
 
 

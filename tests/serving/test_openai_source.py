@@ -39,6 +39,7 @@ def test_a_named_key_variable_must_be_set(monkeypatch):
         )
 
 
+@pytest.mark.heavy
 def test_round_robin_past_a_dead_url_and_a_cached_rerun(server, tmp_path, monkeypatch):
     monkeypatch.setenv("MEMJAX_TEST_KEY", "sk-secret-value-123")
     dead = f"http://127.0.0.1:{free_port()}/v1"
@@ -61,12 +62,14 @@ def test_round_robin_past_a_dead_url_and_a_cached_rerun(server, tmp_path, monkey
         changed([HELLO])  # other sampling settings: not the cached reply
 
 
+@pytest.mark.heavy
 def test_a_refused_request_fails_at_once_with_the_servers_message(server):
     model = OpenAIModel("no-such-model", [server.url], OpenAISettings(max_retries=3))
     with pytest.raises(RemoteModelError, match="HTTP 404"):
         model.chat_policy(max_tokens=4)([HELLO])
 
 
+@pytest.mark.heavy
 def test_agent_calls_continue_the_prefix_and_keep_the_stop_string(server, smollm2):
     model = OpenAIModel(MODEL, [server.url], OpenAISettings(max_retries=0))
     free = remote_call_policy(model, max_tokens=12)([ModelCall(tuple(HELLO), "1.")])[0]
@@ -84,4 +87,23 @@ def test_the_serve_job_refuses_a_bad_port_before_loading():
     assert run.returncode == 2
     assert run.stderr.strip().splitlines()[-1] == (
         "memjax.launch: error: config.server.port=70000: expected 0..65535"
+    )
+
+
+@pytest.mark.heavy
+def test_sft_make_data_takes_a_teacher_at_an_endpoint(server, client):
+    import runpy
+
+    from memjax.sft.teachers.job import Teachers
+
+    t = runpy.run_path("configs/sft_data_cpu.py")["get_config"]().teacher
+    t.kind, t.source = "model", f"openai:{MODEL}@{server.url}"
+    t.temperature, t.max_new_tokens = 0.0, 6
+    teachers = Teachers(t)
+    direct = client.chat.completions.create(
+        model=MODEL, messages=HELLO, temperature=0, max_tokens=6
+    )
+    assert teachers.chat([HELLO]) == [direct.choices[0].message.content]
+    assert (
+        teachers.batch([ModelCall(tuple(HELLO))], None)[0].text == direct.choices[0].message.content
     )
