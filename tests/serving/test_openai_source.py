@@ -94,7 +94,7 @@ def test_the_serve_job_refuses_a_bad_port_before_loading():
 def test_sft_make_data_takes_a_teacher_at_an_endpoint(server, client):
     import runpy
 
-    from memjax.sft.teachers.job import Teachers
+    from memjax.experiments.teachers.job import Teachers
 
     t = runpy.run_path("configs/sft_data_cpu.py")["get_config"]().teacher
     t.kind, t.source = "model", f"openai:{MODEL}@{server.url}"
