@@ -96,7 +96,7 @@ class _Api:
         if len(prompts) * request.n > self.settings.max_batch_rows:
             raise ApiError(400, f"prompts x n over {self.settings.max_batch_rows}", param="prompt")
         for ids in prompts:
-            self._check_prompt(ids)
+            self._check_prompt(ids, "prompt")
         generations = [self._generation(request, ids, request.max_tokens) for ids in prompts]
         results = await asyncio.gather(*(self.batcher.submit(g) for g in generations))
         choices, body = [], []
@@ -141,18 +141,18 @@ class _Api:
         else:
             text = self.tokenizer.chat_text(messages, request.add_generation_prompt)
         ids = self.tokenizer.encode(text)
-        self._check_prompt(ids)
+        self._check_prompt(ids, "messages")
         return ids
 
-    def _check_prompt(self, ids: list[int]) -> None:
+    def _check_prompt(self, ids: list[int], param: str) -> None:
         if not ids:
-            raise ApiError(400, "the prompt has no tokens", param="messages")
+            raise ApiError(400, "the prompt has no tokens", param=param)
         if len(ids) > self.settings.max_prompt_tokens:
             raise ApiError(
                 400,
                 f"the prompt has {len(ids)} tokens; this server takes at most "
                 f"{self.settings.max_prompt_tokens}",
-                param="messages",
+                param=param,
                 code="context_length_exceeded",
             )
 
