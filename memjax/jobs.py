@@ -21,11 +21,11 @@ JOBS: dict[str, str] = {
     "memory_r1.eval": "memjax.agents.memory_r1.evaluation:eval_job",
     "memory_r1.train_manager": "memjax.agents.memory_r1.training:train_manager_job",
     "memory_r1.train_answer": "memjax.agents.memory_r1.training:train_answer_job",
-    "memory_r1.demo": "memjax.agents.memory_r1.demo:demo_job",
+    "memory_r1.demo": "memjax.experiments.demo:demo_job",
     "memsearcher.train": "memjax.agents.memsearcher.train_job:train_job",
     "memsearcher.eval": "memjax.agents.memsearcher.eval_job:eval_job",
     "sft.make_data": "memjax.experiments.teachers.job:make_data_job",
-    "sft.train": "memjax.sft.job:train_job",
+    "sft.train": "memjax.agents.sft_job:train_job",
     "reproduce.run": "memjax.experiments.reproduce.job:reproduce_job",
     "serve.openai": "memjax.serving.openai_job:serve_job",
 }
@@ -40,5 +40,14 @@ def resolve(name: str) -> Callable:
         raise UnknownJobError(
             f"config.job={name!r}: unknown job; valid jobs: {', '.join(sorted(JOBS))}"
         )
+    register_sources()
     module, fn = JOBS[name].split(":")
     return getattr(importlib.import_module(module), fn)
+
+
+def register_sources() -> None:
+    """The laboratory's data sources (`config.data.path="synthetic"` for the Memory-R1 jobs),
+    registered where the layers below look them up: they never import the laboratory."""
+    from memjax.experiments import sources
+
+    sources.register()

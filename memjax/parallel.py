@@ -15,8 +15,6 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from memjax.models.params import is_info, tree_map_info
-
 MESH_AXES = ("data", "fsdp", "tensor")
 
 # Logical axis -> mesh axes. Training shards weights over fsdp and tensor; the batch over
@@ -154,9 +152,15 @@ def named_sharding(mesh: Mesh, rules, logical_axes, shape=None) -> NamedSharding
 
 
 def param_shardings(abstract, mesh: Mesh, rules):
-    """NamedSharding for every leaf of an abstract parameter tree."""
+    """NamedSharding for every leaf of an abstract parameter tree (`memjax.models.params.ArrayInfo`
+    leaves: anything with a shape and logical axes, so that this module, below the models, does
+    not import them)."""
     rules = normalize_rules(rules)
-    return tree_map_info(lambda a: named_sharding(mesh, rules, a.logical_axes, a.shape), abstract)
+    return jax.tree.map(
+        lambda a: named_sharding(mesh, rules, a.logical_axes, a.shape),
+        abstract,
+        is_leaf=lambda x: hasattr(x, "logical_axes"),
+    )
 
 
 def shard_params(params, abstract, mesh: Mesh, rules):
@@ -186,5 +190,4 @@ __all__ = [
     "param_shardings",
     "shard_params",
     "constrain",
-    "is_info",
 ]

@@ -44,3 +44,10 @@ def pytest_collection_modifyitems(config, items):
     short ones, instead of one worker finishing a long file alone at the end."""
     heavy_files = {item.path for item in items if item.get_closest_marker("heavy")}
     items.sort(key=lambda item: item.path not in heavy_files)  # stable: order kept otherwise
+
+
+# A launched job finds the laboratory's data sources (config.data.path="synthetic") registered by
+# memjax.jobs; tests that call a job's functions directly find them registered the same way.
+from memjax.jobs import register_sources  # noqa: E402
+
+register_sources()

@@ -29,7 +29,7 @@ def _predictions_file(path: Path) -> Path:
 
 
 def _scores(path: Path, metric: str, agent: str) -> dict[str, float]:
-    from memjax.eval.search_agent_report import question_scores
+    from memjax.agents.search_agent_report import question_scores
 
     file = _predictions_file(path)
     rows = []

@@ -9,7 +9,7 @@ it ADD, UPDATE and DELETE where the teacher does?
 
 Each prompt is a manager call of the oracle's trajectory: the bank the oracle keeps and the
 turn's true facts, so a decision is scored against the right one for that bank, and one wrong
-operation does not change the prompts after it (`memjax.eval.manager_decisions`). Greedy.
+operation does not change the prompts after it (`memjax.agents.memory_r1.manager_decisions`). Greedy.
 Prints the well-formed rate, each operation's teacher / student / matched counts and the
 teacher-by-student table over shown memories; the last line is one JSON object.
 """
@@ -63,9 +63,9 @@ def main(argv=None) -> int:
     p.add_argument("--predictions", default="", help="jsonl: every call's outputs and events")
     args = p.parse_args(argv)
 
+    from memjax.agents.memory_r1.manager_decisions import compare_call, summarize
     from memjax.agents.memory_r1.models import greedy_policy
     from memjax.errors import DataError
-    from memjax.eval.manager_decisions import compare_call, summarize
     from memjax.sft.trajectories import read_trajectories
 
     try:

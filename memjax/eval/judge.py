@@ -15,14 +15,14 @@ import re
 from collections import Counter
 from typing import Literal
 
-from memjax.agents.json_extract import first_object, screened
-from memjax.agents.prompt_templates import PromptTemplate
+from memjax.text.json_extract import first_object, screened
+from memjax.text.prompt_templates import PromptTemplate
 
 Label = Literal["CORRECT", "WRONG"]
 Status = Literal["json", "fallback", "invalid"]
 
 # memjax's wording of the rules of Mem0's ACCURACY_PROMPT (MR1-v5 Fig. 12); a template
-# (memjax.agents.prompt_templates) with {{question}}, {{gold_answer}}, {{generated_answer}}.
+# (memjax.text.prompt_templates) with {{question}}, {{gold_answer}}, {{generated_answer}}.
 JUDGE_PROMPT = """\
 Your task is to label an answer to a question as "CORRECT" or "WRONG". You will be given:
 (1) a question (posed by one user to another user),

@@ -28,7 +28,7 @@ from jax.sharding import Mesh
 from memjax.models import embedding, fused_attention
 from memjax.models.config import DecoderConfig
 from memjax.models.kv_cache import KVCache
-from memjax.models.lora import ADAPTERS_KEY, low_rank_update
+from memjax.models.low_rank import ADAPTERS_KEY, low_rank_update
 from memjax.models.params import ArrayInfo, normal_init, ones_init, zeros_init
 from memjax.models.rope import apply_rope, inverse_frequencies, rope_tables
 from memjax.parallel import constrain

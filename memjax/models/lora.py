@@ -11,9 +11,9 @@ Layout (L layers, r rank; a projection's weight is [L, *in, *out] as in `decoder
     layers/lora/<target>/b   [L, r, *out]   zero, so at initialisation the model is the base
 `in` is (D,) for q, k, v, gate, up; (N, Hd) for o; (F,) for down. The adapters ride in the
 layers dict under "lora", so `lax.scan`, `unstack_layers` and shardings slice them with their
-layer; `decoder._project` adds s (x A) B where a layer carries them. The rank axis has no
-logical name (replicated): the adapters are small, and A's input axis and B's output axis are
-sharded like the base weight's.
+layer; `decoder._project` adds s (x A) B (`memjax.models.low_rank`) where a layer carries them.
+The rank axis has no logical name (replicated): the adapters are small, and A's input axis and
+B's output axis are sharded like the base weight's.
 """
 
 from __future__ import annotations
@@ -24,12 +24,13 @@ import jax
 import jax.numpy as jnp
 
 from memjax.models.config import DecoderConfig
+from memjax.models.decoder import decoder_abstract
 from memjax.models.lora_config import LORA_TARGETS, LoraConfig, lora_config_from
+from memjax.models.low_rank import ADAPTERS_KEY
 from memjax.models.params import ArrayInfo, zeros_init
 
 # How many of a base weight's axes (after `layers`) are its input: o is [L, N, Hd, D].
 _INPUT_AXES = {"o": 2}
-ADAPTERS_KEY = "lora"
 
 
 def _kaiming_uniform(fan_in: int):
@@ -69,8 +70,6 @@ def adapter_pair_abstract(base: ArrayInfo, target: str, lora: LoraConfig) -> dic
 
 def lora_abstract(cfg: DecoderConfig) -> dict:
     """The adapters' ArrayInfo tree: {"layers": {target: {"a", "b"}}}."""
-    from memjax.models.decoder import decoder_abstract
-
     lora = _require(cfg)
     layers = decoder_abstract(cfg)["layers"]
     return {"layers": {t: adapter_pair_abstract(layers[t], t, lora) for t in lora.targets}}
@@ -100,17 +99,6 @@ def _without(layer: dict) -> dict:
     return {k: v for k, v in layer.items() if k != ADAPTERS_KEY}
 
 
-def low_rank_update(x: jax.Array, pair: dict, dt, scale: float) -> jax.Array:
-    """s (x A) B for x [M, Din] and one layer's pair (a [*in, r], b [r, *out]) -> [M, Dout].
-
-    Two thin GEMMs through the rank: never the [Din, Dout] product. The scale multiplies the
-    [M, r] intermediate, the smallest array on the way."""
-    a, b = pair["a"], pair["b"]
-    r = a.shape[-1]
-    h = x @ a.astype(dt).reshape(x.shape[-1], r)  # [M, r]
-    return (h * jnp.asarray(scale, dt)) @ b.astype(dt).reshape(r, -1)  # [M, Dout]
-
-
 def delta_weight(pair: dict, scale: float) -> jax.Array:
     """s A B in the base weight's own shape [L, *in, *out] (f32)."""
     a, b = pair["a"].astype(jnp.float32), pair["b"].astype(jnp.float32)
@@ -134,7 +122,6 @@ def merge_adapters(base, adapters, cfg: DecoderConfig) -> dict:
 jit_merge_adapters = jax.jit(merge_adapters, static_argnames=("cfg",))
 
 __all__ = [
-    "ADAPTERS_KEY",
     "LORA_TARGETS",
     "LoraConfig",
     "lora_config_from",
@@ -142,7 +129,6 @@ __all__ = [
     "adapter_pair_abstract",
     "with_adapters",
     "adapters_off",
-    "low_rank_update",
     "delta_weight",
     "merge_adapters",
     "jit_merge_adapters",

@@ -221,8 +221,6 @@ def policy_objective(
 
 
 __all__ = [
-    "AGG_MODES",
-    "EMPTY_ROWS",
     "KL_ALIASES",
     "KL_KINDS",
     "VERL_KL_CLAMPS",

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from memjax.sampling.loop import DecodeCarry
+from memjax.sampling.carry import DecodeCarry
 
 MIN_BATCH_BUCKET = 1
 

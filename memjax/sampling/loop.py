@@ -30,6 +30,8 @@ from memjax.models.kv_cache import (
     repeat_rows,
 )
 from memjax.parallel import constrain
+from memjax.sampling.carry import DecodeCarry
+from memjax.sampling.compaction import decode_compacting
 from memjax.sampling.filters import choose_tokens
 from memjax.sampling.sampling_params import SamplingParams
 
@@ -153,24 +155,6 @@ class DecodeResult:
     pending_position: jax.Array  # [B] int32: its position
     cache: KVCache
     batch_sizes: tuple[int, ...]  # the batch the loop ran at, then each compacted bucket
-
-
-@jax.tree_util.register_dataclass
-@dataclasses.dataclass
-class DecodeCarry:
-    """The decode loop's state between steps; `step` is the next output column to fill."""
-
-    step: jax.Array  # [] int32
-    cache: KVCache
-    token: jax.Array  # [B] int32: each row's last sampled token (fed at the next step)
-    position: jax.Array  # [B] int32: its position
-    rows: jax.Array  # [B] int32: each row's index in the call's output (its draws' id), -1 filler
-    tokens: jax.Array  # [B, max_new] int32
-    logprobs: jax.Array  # [B, max_new] f32
-    window: jax.Array  # [B, W] int32: the latest W tokens (for stop sequences)
-    done: jax.Array  # [B] bool
-    reason: jax.Array  # [B] int32
-    lengths: jax.Array  # [B] int32
 
 
 def _matches_stop(window: jax.Array, stops: jax.Array) -> jax.Array:
@@ -327,7 +311,5 @@ def decode(
     )
     if not compaction:
         return _result(steps(carry), (int(logits.shape[0]),))
-    from memjax.sampling.compaction import decode_compacting
-
     carry, sizes = decode_compacting(carry, steps, sampling.max_new_tokens, min_batch)
     return _result(carry, sizes)

@@ -100,21 +100,17 @@ def split_trajectories(config_data) -> tuple[list, list, str]:
     return kept, [t for t in train if held_out(t.id, fraction)], f"{fraction:.0%} by id hash"
 
 
-def task_evaluation(config, model):
-    """The agent's own greedy evaluation at every eval step, when `config.task_eval.kind` asks
-    for one ("search_agent": the agent of the MemSearcher recipe file `task_eval.config`)."""
+def no_task_evaluation(config, model):
+    """SFT alone evaluates the held-out trajectories' loss; an agent's own evaluation
+    (`config.task_eval.kind`) comes with the agents' job, `memjax.agents.sft_job`."""
     section = config.get("task_eval")
     kind = str(section.kind) if section is not None else "none"
-    if kind == "none":
-        return None
-    if kind != "search_agent":
-        raise ConfigError(f"config.task_eval.kind={kind!r}: choose none or search_agent")
-    from memjax.sft.task_eval import load_agent_config, search_agent_eval
-
-    agent_config = load_agent_config(str(section.config))
-    return search_agent_eval(
-        agent_config, model.tokenizer, model.cfg, max_examples=int(section.max_examples)
-    )
+    if kind != "none":
+        raise ConfigError(
+            f"config.task_eval.kind={kind!r}: an agent's evaluation needs the sft.train job "
+            "(memjax.agents.sft_job); choose none here"
+        )
+    return None
 
 
 def data_spec(config_data) -> dict:
@@ -130,7 +126,9 @@ def data_spec(config_data) -> dict:
     return spec
 
 
-def train_job(config, workdir) -> dict:
+def train_job(config, workdir, task_evaluation=no_task_evaluation) -> dict:
+    """Trains on `config.data`'s trajectories; `task_evaluation(config, model)` gives the
+    agent's own evaluation run at every eval step (or None)."""
     from memjax.checkpoints import load_model
     from memjax.checkpoints.decoder_io import export_hf_decoder
     from memjax.sft.task import SFTTask

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from memjax.models.lora_config import LoraConfig, lora_from_section
-from memjax.rl.losses import AGG_MODES
+from memjax.training.aggregation import AGG_MODES
 from memjax.training.optimizer import OptimizerConfig
 from memjax.training.schedule import LoopConfig
 from memjax.training.sections import as_dict, pick, read_section, require

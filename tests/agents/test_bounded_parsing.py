@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from memjax.agents.json_extract import TOO_MANY_STARTS, first_object
 from memjax.agents.memory_r1.answer_parser import parse_answer
 from memjax.agents.memory_r1.construction import extract_facts
 from memjax.agents.memory_r1.fact_parser import parse_facts
@@ -17,6 +16,7 @@ from memjax.agents.search_tool import SearchSettings, plan_search
 from memjax.agents.tool_format import parse_tool_call
 from memjax.bounded_input import ascii_int, bracket_depth, loads, screen
 from memjax.eval.judge import JudgeTally, parse_judge_reply
+from memjax.text.json_extract import TOO_MANY_STARTS, first_object
 
 IDS = IdMap.from_memories([("m-a", "Caroline has a dog"), ("m-b", "Melanie paints")])
 DEEP = "[" * 1000 + "]" * 1000

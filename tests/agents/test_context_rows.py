@@ -83,7 +83,7 @@ def test_outputs_with_sampled_ids_keep_them():
 
 
 def test_search_agent_report(tmp_path):
-    from memjax.eval.search_agent_report import EvaluatedEpisode, summarize, write
+    from memjax.agents.search_agent_report import EvaluatedEpisode, summarize, write
 
     episodes = [
         EvaluatedEpisode("memsearcher", "hotpotqa", ("Paris",), trajectory(2, "Paris")),

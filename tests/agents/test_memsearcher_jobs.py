@@ -16,8 +16,8 @@ from memjax.agents.memsearcher import job_setup
 from memjax.agents.memsearcher import prompts as ms_prompts
 from memjax.agents.memsearcher.agent_factory import parse_batch_sizes
 from memjax.agents.memsearcher.eval_job import evaluate, per_call, prediction_rows, write_outputs
+from memjax.agents.memsearcher.react import SYSTEM_PROMPT as REACT_PROMPT
 from memjax.agents.rag import SYSTEM_PROMPT as RAG_PROMPT
-from memjax.agents.react import SYSTEM_PROMPT as REACT_PROMPT
 from memjax.agents.transcript import chat_format
 from memjax.data.corpus import read_corpus
 from memjax.errors import ConfigError
@@ -185,7 +185,7 @@ def test_sft_task_eval_scores_the_agent_in_its_batches(config, smollm2_tokenizer
     """The SFT job's periodic agent evaluation: the recipe's agent on held-out questions, in
     that agent's batch size, scored by reward, EM and behaviour."""
     from memjax.agents import sampler_adapter
-    from memjax.sft.task_eval import search_agent_eval
+    from memjax.agents.memsearcher.sft_eval import search_agent_eval
 
     batches = []
 

@@ -9,7 +9,6 @@ import time
 
 import pytest
 
-from memjax.agents.json_extract import first_object, salvage_array_items
 from memjax.agents.memory_r1.answer_parser import parse_answer
 from memjax.agents.memory_r1.fact_parser import parse_facts
 from memjax.agents.memory_r1.id_map import IdMap
@@ -19,6 +18,7 @@ from memjax.agents.search_r1.format import extract_answer, parse_action
 from memjax.agents.search_tool import SearchSettings, plan_search
 from memjax.agents.tool_format import extract_boxed, last_tag_content, parse_tool_call, tags_paired
 from memjax.eval.judge import parse_judge_reply
+from memjax.text.json_extract import first_object, salvage_array_items
 
 INPUTS_PER_PARSER = 2_000
 SECONDS_PER_INPUT = 1.0

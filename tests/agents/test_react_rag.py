@@ -4,8 +4,8 @@ import pytest
 
 from memjax.agents.episode import ModelOutput, advance, run_episodes
 from memjax.agents.memsearcher import MemSearcherEpisode
+from memjax.agents.memsearcher.react import SYSTEM_PROMPT, ReActEpisode, ReActSettings
 from memjax.agents.rag import RagSettings, make_rag_episodes
-from memjax.agents.react import SYSTEM_PROMPT, ReActEpisode, ReActSettings
 from memjax.agents.retrieval import Retriever, ScriptedRetriever, passage
 from memjax.agents.search_r1 import SearchR1Episode
 from memjax.agents.search_tool import WIKIPEDIA_SEARCH_TOOL

@@ -10,7 +10,7 @@ import pytest
 from memjax.agents.episode import ContextRecord, ModelCall, ModelOutput, run_episodes
 from memjax.agents.memsearcher import MemSearcherEpisode, MemSearcherSettings
 from memjax.agents.memsearcher.prompts import context_messages
-from memjax.agents.react import ReActEpisode, ReActSettings
+from memjax.agents.memsearcher.react import ReActEpisode, ReActSettings
 from memjax.agents.retrieval import ScriptedRetriever, passage
 from memjax.agents.search_r1 import SearchR1Episode, SearchR1Settings
 from memjax.agents.transcript import (

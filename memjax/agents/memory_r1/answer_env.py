@@ -31,11 +31,11 @@ from memjax.agents.memory_r1.answer_prompt import (
 )
 from memjax.agents.memory_r1.bank_ops import answer_memories_batch
 from memjax.agents.memory_r1.rewards import RewardMetric, answer_score
-from memjax.agents.prompt_templates import PromptTemplate
 from memjax.eval.mem0_metrics import token_f1
 from memjax.eval.qa_metrics import exact_match
 from memjax.memory.bank import MemoryBank
 from memjax.rl.environment import Environment, StepResult
+from memjax.text.prompt_templates import PromptTemplate
 
 PromptStyle = Literal["paper", "short"]
 Memories = tuple[tuple[str, str], ...]  # ((timestamp, text), ...), best first

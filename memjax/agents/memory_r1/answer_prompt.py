@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memjax.agents.prompt_templates import PromptTemplate
+from memjax.text.prompt_templates import PromptTemplate
 
 ANSWER_MARKER = "**Answer:**"
 MEMORIES_PER_SPEAKER = 30
@@ -85,7 +85,7 @@ def _answer_text(distill: bool) -> str:
     )
 
 
-# Templates (memjax.agents.prompt_templates): with Memory Distillation, and the ablation's.
+# Templates (memjax.text.prompt_templates): with Memory Distillation, and the ablation's.
 ANSWER_TEMPLATE = PromptTemplate("answer", ANSWER_PLACEHOLDERS, _answer_text(True))
 ANSWER_NO_DISTILL_TEMPLATE = PromptTemplate(
     "answer_no_distill", ANSWER_PLACEHOLDERS, _answer_text(False)

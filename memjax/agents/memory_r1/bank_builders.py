@@ -5,9 +5,9 @@
 `config.construction.builder`:
   - "policy" (the default): the fact extractor and the manager models, greedily (the paper's
     pipeline; `job_setup.fact_and_manager_policies`).
-  - "oracle": synthetic data only. Each turn's true facts and the operations they call for
-    (`memjax.experiments.teachers.memory_oracles`) replayed through the same construction code: the
-    bank a perfect extractor and manager keep. It costs no model call, so an answer agent can
+  - "oracle": data whose source knows its ground truth only (`sources`: the laboratory's
+    synthetic conversations). Each turn's true facts and the operations they call for
+    replayed through the same construction code: the bank a perfect extractor and manager keep. It costs no model call, so an answer agent can
     be trained and evaluated on many conversations with the manager's errors taken out.
   - "raw_turns": every dialogue turn stored as said (LoCoMo's RAG baseline memory,
     `raw_turns.raw_turn_bank`), any data.
@@ -35,6 +35,7 @@ from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.bank_store import StoredBanks, ensure_banks
 from memjax.agents.memory_r1.fact_cache import FactCache
 from memjax.agents.memory_r1.policy import TimedPolicy
+from memjax.agents.memory_r1.sources import require_truth
 from memjax.data.locomo_types import Conversation
 from memjax.errors import ConfigError
 
@@ -57,25 +58,13 @@ def builder(config: ConfigDict) -> str:
             f"config.construction.builder={name!r}: expected one of {', '.join(BUILDERS)}"
         )
     if name == ORACLE:
-        require_synthetic(config, "construction.builder")
+        require_truth(config.data, "construction.builder", ORACLE)
     return name
 
 
-def require_synthetic(config: ConfigDict, field: str) -> None:
-    """An oracle reads the synthetic generator's fact tracks; other data carries none."""
-    if config.data.path != "synthetic":
-        raise ConfigError(
-            f"config.{field}={ORACLE!r}: only synthetic data (config.data.path='synthetic') "
-            f"carries the facts and operations an oracle reads; got {config.data.path!r}"
-        )
-
-
 def oracle_events(config: ConfigDict, field: str = "construction.builder") -> dict:
-    """conversation id -> its fact-track events (`field` names the setting that asked)."""
-    from memjax.data.splits import synthetic_split_events
-
-    require_synthetic(config, field)
-    return synthetic_split_events(S.synthetic_config(config.data))
+    """conversation id -> its ground truth (`field` names the setting that asked)."""
+    return require_truth(config.data, field, ORACLE).truth(config.data)
 
 
 def oracle_policies(
@@ -87,19 +76,16 @@ def oracle_policies(
     `windows`: also know the fact prompts of a replay that starts mid-conversation (a manager
     snapshot replays only its window, whose first turns are asked with fewer turns before)."""
     from memjax.agents.memory_r1.construction import conversation_stream
-    from memjax.experiments.teachers.memory_oracles import FactOracle, ManagerOracle
 
+    source = require_truth(config.data, "construction.builder", ORACLE)
     own = events[conversation.sample_id]
     stream = conversation_stream(conversation)
     context = int(config.construction.fact_context_turns)
     streams = [stream]
     if windows:
         streams += [stream[j : j + context] for j in range(len(stream))]
-    facts = FactOracle(streams, [own] * len(streams), context)
-    return (
-        TimedPolicy(facts, "fact_extraction"),
-        TimedPolicy(ManagerOracle(own), "manager"),
-    )
+    facts, manager = source.oracles(own, streams, context)
+    return TimedPolicy(facts, "fact_extraction"), TimedPolicy(manager, "manager")
 
 
 def conversation_banks(

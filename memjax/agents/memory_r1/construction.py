@@ -47,11 +47,11 @@ from memjax.agents.memory_r1.manager_prompt import (
     render_manager_prompt,
 )
 from memjax.agents.memory_r1.policy import ChatPolicy
-from memjax.agents.prompt_templates import PromptTemplate
 from memjax.data.locomo_types import Conversation
 from memjax.fingerprint import text_sha256
 from memjax.memory.bank import MemoryBank
 from memjax.memory.ops import Provenance
+from memjax.text.prompt_templates import PromptTemplate
 
 FACT_TEMPLATES = {t.name: t for t in (FACT_SYSTEM_TEMPLATE, FACT_USER_TEMPLATE)}
 MANAGER_TEMPLATES = {

@@ -14,7 +14,7 @@ import dataclasses
 from collections import Counter
 from typing import Any, Literal
 
-from memjax.agents.json_extract import first_object, salvage_array_items, screened
+from memjax.text.json_extract import first_object, salvage_array_items, screened
 
 
 @dataclasses.dataclass(frozen=True)

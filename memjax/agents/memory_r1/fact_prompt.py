@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memjax.agents.prompt_templates import PromptTemplate
+from memjax.text.prompt_templates import PromptTemplate
 
 _FACT_SYSTEM_TEXT = """\
 You are a personal information organizer. You read a conversation and write down the facts \
@@ -47,7 +47,7 @@ Rules:
 - Write the facts in the language of the conversation.
 - Return only JSON of the form {"facts": ["fact", ...]}, and nothing else."""
 
-# Templates (memjax.agents.prompt_templates): the system prompt and the user message.
+# Templates (memjax.text.prompt_templates): the system prompt and the user message.
 FACT_SYSTEM_TEMPLATE = PromptTemplate("fact_system", ("date",), _FACT_SYSTEM_TEXT)
 FACT_USER_TEMPLATE = PromptTemplate("fact_user", ("dialogue",), "Input:\n{{dialogue}}")
 

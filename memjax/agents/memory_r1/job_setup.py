@@ -15,69 +15,43 @@ from memjax.agents.memory_r1.construction import (
 )
 from memjax.agents.memory_r1.models import load_agent_model, sampler_policy
 from memjax.agents.memory_r1.policy import TimedPolicy
-from memjax.agents.prompt_templates import PromptTemplate, templates_from_config
+from memjax.agents.memory_r1.sources import registered, source_for
 from memjax.data.categories import ADVERSARIAL
 from memjax.data.locomo import load_locomo
 from memjax.data.locomo_types import Conversation
-from memjax.data.splits import (
-    MEMORY_R1_TRAIN_IDS,
-    MEMORY_R1_VALIDATION_IDS,
-    SYNTHETIC_HELDOUT_PREFIX,
-    SYNTHETIC_TRAIN_PREFIX,
-    SplitSummary,
-    SyntheticSplitConfig,
-    synthetic_split,
-)
+from memjax.data.splits import MEMORY_R1_TRAIN_IDS, MEMORY_R1_VALIDATION_IDS, SplitSummary
 from memjax.errors import ConfigError, DataError
 from memjax.eval.judge import JUDGE_TEMPLATE
 from memjax.fingerprint import path_stamp
 from memjax.remote import openai_source
+from memjax.text.prompt_templates import PromptTemplate, templates_from_config
 
 SPLITS = ("train", "validation", "test", "all")
 
 
-def synthetic_config(data: ConfigDict) -> SyntheticSplitConfig:
-    s = data.synthetic
-    return SyntheticSplitConfig(
-        num_train=int(s.num_train),
-        num_validation=int(s.num_validation),
-        num_test=int(s.num_test),
-        sessions_per_conversation=int(s.sessions_per_conversation),
-        train_seed=int(s.train_seed),
-        held_out_seed=int(s.held_out_seed),
-    )
-
-
 def load_conversations(data: ConfigDict) -> list[Conversation]:
-    if data.path == "synthetic":
-        parts = synthetic_split(synthetic_config(data))
-        return [c for part in ("train", "validation", "test") for c in parts[part]]
+    source = source_for(data)
+    if source is not None:
+        return source.conversations(data)
     if not Path(data.path).is_file():
+        names = " or ".join(repr(n) for n in registered()) or "a registered source"
         raise DataError(
-            f"config.data.path={data.path!r} does not exist (LoCoMo's locomo10.json, or "
-            "'synthetic')"
+            f"config.data.path={data.path!r} does not exist (LoCoMo's locomo10.json, or {names})"
         )
     return load_locomo(data.path)
 
 
 def split_ids(conversations: list[Conversation], split: str, data: ConfigDict) -> list[str]:
-    """Memory-R1's split (conv-26 train, conv-30 validation, the rest test); synthetic data:
-    the train seed's conversations train, the held-out seed's validate (the first
-    `num_validation`) and test (the rest)."""
+    """Memory-R1's split (conv-26 train, conv-30 validation, the rest test); a registered
+    source's data: that source's split (`sources.ConversationSource.split_ids`)."""
     if split not in SPLITS:
         raise ConfigError(f"config.data.split={split!r}; choose from {SPLITS}")
     ids = [c.sample_id for c in conversations]
     if split == "all":
         return ids
-    if data.path == "synthetic":
-        held_out = [i for i in ids if i.startswith(SYNTHETIC_HELDOUT_PREFIX + "-")]
-        n_val = synthetic_config(data).num_validation
-        parts = {
-            "train": [i for i in ids if i.startswith(SYNTHETIC_TRAIN_PREFIX + "-")],
-            "validation": held_out[:n_val],
-            "test": held_out[n_val:],
-        }
-        return parts[split]
+    source = source_for(data)
+    if source is not None:
+        return source.split_ids(ids, split, data)
     train, val = set(MEMORY_R1_TRAIN_IDS), set(MEMORY_R1_VALIDATION_IDS)
     parts = {
         "train": [i for i in ids if i in train],
@@ -99,12 +73,9 @@ def split_summary(conversations: list[Conversation], data: ConfigDict) -> SplitS
         name = "conversations " + ", ".join(chosen)
     else:
         chosen, name = split_ids(conversations, data.split, data), str(data.split)
-    if data.path == "synthetic":
-        s = data.synthetic
-        how = (
-            f"synthetic: train seed {s.train_seed}, held-out seed {s.held_out_seed} "
-            "(validation first, then test)"
-        )
+    source = source_for(data)
+    if source is not None:
+        how = source.how(data)
     else:
         how = "LoCoMo by conversation: conv-26 train, conv-30 validation, the rest test"
     sizes = {part: count(split_ids(conversations, part, data)) for part in SPLITS[:3]}

@@ -28,10 +28,10 @@ from memjax.agents.memory_r1.manager_parser import parse_manager_output
 from memjax.agents.memory_r1.policy import ChatPolicy
 from memjax.agents.memory_r1.rewards import answer_score
 from memjax.agents.memory_r1.snapshots import ManagerExample, read_cached
-from memjax.agents.prompt_templates import PromptTemplate
 from memjax.memory.bank import BankSnapshot, MemoryBank
 from memjax.memory.ops import Provenance
 from memjax.rl.environment import Environment, StepResult
+from memjax.text.prompt_templates import PromptTemplate
 
 
 @dataclasses.dataclass(frozen=True)

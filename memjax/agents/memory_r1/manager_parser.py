@@ -23,8 +23,8 @@ import dataclasses
 from collections import Counter
 from typing import Any, Literal
 
-from memjax.agents.json_extract import first_object, salvage_array_items, screened
 from memjax.agents.memory_r1.id_map import IdMap
+from memjax.text.json_extract import first_object, salvage_array_items, screened
 
 Op = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 EVENTS: tuple[str, ...] = ("ADD", "UPDATE", "DELETE", "NONE")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from memjax.agents.prompt_templates import PromptTemplate
+from memjax.text.prompt_templates import PromptTemplate
 
 MANAGER_INSTRUCTIONS = """\
 You are a smart memory manager which controls the memory of a system. You can perform four \
@@ -95,7 +95,7 @@ OUTPUT_SCHEMA = """\
 }"""
 
 
-# Templates (memjax.agents.prompt_templates): the whole user message, and the two forms of its
+# Templates (memjax.text.prompt_templates): the whole user message, and the two forms of its
 # current-memory part (Mem0's get_update_memory_messages has the same two).
 MANAGER_TEMPLATE = PromptTemplate(
     "manager",

@@ -164,7 +164,7 @@ def memory_r1_config(
 
     config.banks_dir = ""  # built banks to reuse (default: <workdir>/banks)
 
-    # Prompt template files with {{placeholders}} (memjax.agents.prompt_templates); "" keeps
+    # Prompt template files with {{placeholders}} (memjax.text.prompt_templates); "" keeps
     # memjax's own wording. Point one at the authors' exact text to reproduce their setup.
     config.prompts = ConfigDict(
         {

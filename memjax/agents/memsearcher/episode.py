@@ -42,7 +42,6 @@ from memjax.agents.memsearcher.protocol import (
     tool_calls,
 )
 from memjax.agents.memsearcher.reward import reward
-from memjax.agents.prompt_templates import PromptTemplate
 from memjax.agents.retrieval import Passage
 from memjax.agents.search_tool import (
     SearchSettings,
@@ -50,6 +49,7 @@ from memjax.agents.search_tool import (
     format_results,
     plan_search,
 )
+from memjax.text.prompt_templates import PromptTemplate
 
 TRAIN_MAX_TURNS = 5
 EVAL_MAX_TURNS = 20

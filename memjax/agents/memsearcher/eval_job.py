@@ -24,15 +24,15 @@ import jax
 from absl import logging
 from ml_collections import ConfigDict
 
+from memjax.agents import search_agent_report
 from memjax.agents.episode import Episode, ModelCall, ModelOutput, advance
 from memjax.agents.memsearcher import job_setup
 from memjax.agents.memsearcher.agent_factory import eval_batch_sizes, make_episodes, parse_agents
 from memjax.agents.retrieval import Retriever
+from memjax.agents.search_agent_report import EvaluatedEpisode
 from memjax.agents.transcript import chat_format, turn_token_counts
 from memjax.data.qa import QAExample
 from memjax.errors import ConfigError
-from memjax.eval import search_agent_report
-from memjax.eval.search_agent_report import EvaluatedEpisode
 
 BatchPolicy = Callable[[Sequence[ModelCall], jax.Array], list[ModelOutput]]
 

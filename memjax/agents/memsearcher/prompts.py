@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from memjax.agents.prompt_templates import PromptTemplate
 from memjax.agents.search_tool import TOOLS_SECTION
+from memjax.text.prompt_templates import PromptTemplate
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant that answers questions by searching Wikipedia. You are given a "
@@ -29,7 +29,7 @@ MEMORY_UPDATE_REQUEST = (
 
 THINK_PREFIX = "<think>"
 
-# Templates (memjax.agents.prompt_templates); `config.prompts.<name>` replaces any of them.
+# Templates (memjax.text.prompt_templates); `config.prompts.<name>` replaces any of them.
 SYSTEM_TEMPLATE = PromptTemplate("memsearcher_system", (), SYSTEM_PROMPT)
 USER_TEMPLATE = PromptTemplate(
     "memsearcher_user",

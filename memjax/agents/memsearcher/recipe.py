@@ -16,11 +16,11 @@ from memjax.agents.memsearcher.episode import (
     TRAIN_MAX_TURNS,
     MemSearcherSettings,
 )
-from memjax.agents.prompt_templates import PromptTemplate, templates_from_config
 from memjax.agents.search_r1.episode import INSTRUCTION_TEMPLATE
 from memjax.agents.search_tool import SearchSettings
 from memjax.recipes.rl_sections import lora_section, optimizer_section, policy_loss_section
 from memjax.remote import openai_source
+from memjax.text.prompt_templates import PromptTemplate, templates_from_config
 
 # FlashRAG_datasets splits MemSearcher evaluates on: test for four, dev for the multi-hop three.
 EVAL_SPLITS = {
@@ -92,7 +92,7 @@ def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") 
     config.rollout.max_prompt_length = 695
     config.rollout.max_response_length = 6024  # per context
 
-    # Prompt template files with {{placeholders}} (memjax.agents.prompt_templates); "" keeps
+    # Prompt template files with {{placeholders}} (memjax.text.prompt_templates); "" keeps
     # memjax's own wording. Point one at the authors' exact text to reproduce their setup.
     config.prompts = ConfigDict(
         {

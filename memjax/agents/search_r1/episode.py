@@ -24,9 +24,9 @@ from memjax.agents.episode import (
     ModelOutput,
     SearchRequest,
 )
-from memjax.agents.prompt_templates import PromptTemplate
 from memjax.agents.retrieval import Passage
 from memjax.agents.search_r1 import format as fmt
+from memjax.text.prompt_templates import PromptTemplate
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class SearchR1Settings:
     instruction: PromptTemplate | None = None  # None: INSTRUCTION_TEMPLATE
 
 
-# Search-R1's instruction as a template (memjax.agents.prompt_templates), memjax's wording
+# Search-R1's instruction as a template (memjax.text.prompt_templates), memjax's wording
 # by default; `config.prompts.search_r1_instruction` replaces it.
 INSTRUCTION_TEMPLATE = PromptTemplate(
     "search_r1_instruction",

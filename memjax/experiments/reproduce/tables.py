@@ -14,10 +14,10 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from memjax.agents.search_agent_report import question_scores
 from memjax.data.categories import ADVERSARIAL
 from memjax.eval.paired import mean_se, paired_difference
 from memjax.eval.qa_metrics import em_score, f1_score
-from memjax.eval.search_agent_report import question_scores
 
 CATEGORIES = ("single-hop", "multi-hop", "open-domain", "temporal", "overall")
 MEM0_METRICS = ("f1", "bleu1", "j", "em")

@@ -8,8 +8,8 @@ import pytest
 from ml_collections import ConfigDict
 
 from memjax.agents.memory_r1.answer_env import AnswerEnvironment, AnswerSettings
-from memjax.agents.memory_r1.demo import demo_examples
 from memjax.agents.memory_r1.manager_env import ManagerEnvironment, ManagerSettings
+from memjax.experiments.demo import demo_examples
 from memjax.models.decoder import decoder_abstract
 from memjax.models.params import init_params
 from memjax.rl import toy

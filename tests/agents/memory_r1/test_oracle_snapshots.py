@@ -9,8 +9,9 @@ import pytest
 
 from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.training import _snapshot_teacher, manager_training_examples
-from memjax.data.splits import synthetic_split, synthetic_split_events
 from memjax.errors import ConfigError
+from memjax.experiments.sources import synthetic_config
+from memjax.experiments.synthetic_split import synthetic_split, synthetic_split_events
 from memjax.experiments.teachers.synthetic_truth import event_facts
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -26,7 +27,7 @@ def _config():
 
 
 def test_split_events_belong_to_the_split_conversations():
-    cfg = S.synthetic_config(_config().data)
+    cfg = synthetic_config(_config().data)
     parts = synthetic_split(cfg)
     events = synthetic_split_events(cfg)
     ids = {c.sample_id for part in parts.values() for c in part}
@@ -42,7 +43,7 @@ def test_oracle_snapshots_carry_each_evidence_turns_true_facts(tmp_path):
     embedder = S.load_embedder(config)
     examples = manager_training_examples(config, tmp_path, "train", embedder)
     assert examples
-    events = synthetic_split_events(S.synthetic_config(config.data))
+    events = synthetic_split_events(synthetic_config(config.data))
     truth = {
         (conv_id, e.dia_id): tuple(event_facts(e)) for conv_id, es in events.items() for e in es
     }

@@ -4,9 +4,14 @@ import json
 
 import pytest
 
+from memjax.agents.memory_r1.manager_decisions import (
+    OMITTED,
+    compare_call,
+    shown_memories,
+    summarize,
+)
 from memjax.agents.memory_r1.manager_prompt import render_manager_prompt
 from memjax.errors import DataError
-from memjax.eval.manager_decisions import OMITTED, compare_call, shown_memories, summarize
 
 MEMORIES = [
     {"id": "0", "text": "Nate works as a lawyer"},

@@ -1,6 +1,6 @@
 """Finding JSON in model output: fences, prose, cut-off arrays."""
 
-from memjax.agents.json_extract import first_object, salvage_array_items
+from memjax.text.json_extract import first_object, salvage_array_items
 
 
 def test_first_object():
