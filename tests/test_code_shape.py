@@ -10,24 +10,24 @@ MAX_LINES = 100
 WAIVED = {("agents/memsearcher/recipe.py", "paper_config")}
 
 
+def _walk(node, prefix: str, rel: str, out: dict) -> None:
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            name = f"{prefix}{child.name}"
+            if not isinstance(child, ast.ClassDef):
+                first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                out[(rel, name)] = child.end_lineno - first + 1
+            _walk(child, name + ".", rel, out)
+        else:
+            _walk(child, prefix, rel, out)
+
+
 def function_lengths(root: Path = MEMJAX) -> dict[tuple[str, str], int]:
     """(file under root, qualified function name) -> lines, for every function and method."""
-    out = {}
+    out: dict[tuple[str, str], int] = {}
     for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root).as_posix()
-
-        def walk(node, prefix):
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    name = f"{prefix}{child.name}"
-                    if not isinstance(child, ast.ClassDef):
-                        first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
-                        out[(rel, name)] = child.end_lineno - first + 1
-                    walk(child, name + ".")
-                else:
-                    walk(child, prefix)
-
-        walk(ast.parse(path.read_text(), str(path)), "")
+        tree = ast.parse(path.read_text(), str(path))
+        _walk(tree, "", path.relative_to(root).as_posix(), out)
     return out
 
 
