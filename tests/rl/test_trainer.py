@@ -16,6 +16,7 @@ from memjax.models.decoder import decoder_abstract
 from memjax.models.params import init_params
 from memjax.rl import rollout, toy, trainer
 from memjax.rl.environment import Environment, StepResult
+from memjax.training.reporting import summary_line
 
 
 def scripted_generate(vocab=16, n=3):
@@ -135,7 +136,7 @@ def test_kill_and_resume_gives_the_same_parameters(tmp_path, algo):
         np.testing.assert_array_equal(a, b)
     assert (tmp_path / "full" / "reward_curve.png").stat().st_size > 1000
     assert any((tmp_path / "full" / "tb").iterdir())
-    line = trainer.summary_line(full)
+    line = summary_line(full)
     assert '"initial_reward"' in line and '"final_reward"' in line
 
 
@@ -178,7 +179,7 @@ def test_export_from_best_returns_the_weights_of_the_best_validation_step(tmp_pa
     stopped = run(tmp_path / "stopped", num_steps=step)
     for a, b in zip(jax.tree.leaves(best["params"]), jax.tree.leaves(stopped["params"])):
         np.testing.assert_array_equal(a, b)
-    summary = json.loads(trainer.summary_line(best))
+    summary = json.loads(summary_line(best))
     assert summary.get("exported_step", 5) == step and summary["steps"] == 5
 
 
