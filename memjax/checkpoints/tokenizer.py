@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memjax.model_errors import WeightsNotFoundError
-from memjax.text import valid_text
+from memjax.text.valid import valid_text
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # memjax never downloads at run time
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")

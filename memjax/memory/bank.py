@@ -36,7 +36,7 @@ from memjax.memory import ops as O
 from memjax.memory.index import AutoIndex, ScannParams
 from memjax.memory.oplog import OpRecord
 from memjax.memory.ops import MemoryOp, OpResult, Provenance
-from memjax.text import valid_text
+from memjax.text.valid import valid_text
 
 
 @dataclasses.dataclass
@@ -190,7 +190,7 @@ class MemoryBank:
         return [self._apply(op, p, v) for op, p, v in zip(ops, provenance, vectors)]
 
     def _valid_fields(self, op):
-        """`op` with its text fields made valid text (memjax.text), counted when changed."""
+        """`op` with its text fields made valid text (memjax.text.valid), counted when changed."""
         if not isinstance(op, MemoryOp):
             return op
         fields = {

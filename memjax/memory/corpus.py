@@ -29,7 +29,7 @@ from memjax.errors import DataFileError
 from memjax.fingerprint import differences, file_identity
 from memjax.memory.atomic import atomic_save, latest_snapshot
 from memjax.memory.index import ExactIndex, ScannIndex, ScannParams, read_index
-from memjax.text import valid_text
+from memjax.text.valid import valid_text
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from memjax.checkpoints import packaged
 from memjax.checkpoints.encoder_io import load_hf_encoder
 from memjax.models.encoder import jit_embed
 from memjax.models.encoder_config import EmbeddingRecipe, EncoderConfig, recipe_from_dir
-from memjax.text import valid_text
+from memjax.text.valid import valid_text
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 

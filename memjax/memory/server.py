@@ -65,7 +65,7 @@ from memjax.http_bounds import (
     until_deadline,
 )
 from memjax.memory.corpus import Retriever, read_index_meta
-from memjax.text import valid_text
+from memjax.text.valid import valid_text
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from memjax.checkpoints import packaged
-from memjax.text import REPLACEMENT, valid_text, valid_texts
+from memjax.text.valid import REPLACEMENT, valid_text, valid_texts
 
 LONE = json.loads('"fact \\ud83d"')  # half of an escaped emoji, as a model's JSON carries it
 
