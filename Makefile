@@ -79,8 +79,10 @@ demo: setup
 reproduce: setup
 	$(PY) -m memjax.launch --config=configs/reproduce_cpu.py --workdir=$${WORKDIR:-/tmp/memjax_reproduce} $(ARGS)
 
+# One benchmark (tools/bench.py --help lists them): make bench NAME=sampling ARGS="--pairs 3"
+NAME ?= forward
 bench: setup
-	$(PY) tools/bench_forward.py
+	$(PY) tools/bench.py $(NAME) $(ARGS)
 
 clean:
 	rm -rf $(VENV) $(VENV_TPU) $(VENV_GPU) build *.egg-info

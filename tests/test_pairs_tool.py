@@ -1,16 +1,16 @@
-"""tools/_pairs.py: step-by-step alternation and the median of per-pair ratios."""
+"""tools/benchmarks/pairs.py: step-by-step alternation and the median of per-pair ratios; the
+`tools/bench.py` command every benchmark runs under."""
 
-import importlib.util
+import json
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[1] / "tools" / "_pairs.py"
-_SPEC = importlib.util.spec_from_file_location("_pairs", _PATH)
-pairs = importlib.util.module_from_spec(_SPEC)
-sys.modules.setdefault("_pairs", pairs)  # dataclasses look their module up there
-_SPEC.loader.exec_module(pairs)
+from tools.benchmarks import pairs
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_alternate_runs_a_and_b_in_turn():
@@ -39,3 +39,62 @@ def test_median_of_per_pair_ratios_resists_a_load_on_one_pair():
 def test_load_average_has_three_numbers():
     load = pairs.load_average()
     assert len(load) == 3 and all(x >= 0 for x in load)
+
+
+def test_rotate_changes_who_goes_first_every_round():
+    calls = []
+    times = pairs.rotate({n: (lambda n=n: calls.append(n)) for n in "abc"}, rounds=3)
+    assert calls == list("abcbcacab")
+    assert {n: len(t) for n, t in times.items()} == {"a": 3, "b": 3, "c": 3}
+    assert pairs.paired_ratio([2.0, 4.0, 3.0], [1.0, 1.0, 1.0]) == {
+        "median": 3.0,
+        "min": 2.0,
+        "max": 4.0,
+    }
+
+
+def _bench_module():
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import bench
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    return bench
+
+
+def test_every_benchmark_is_a_subcommand_with_the_shared_interface():
+    bench = _bench_module()
+    modules = {p.stem for p in (ROOT / "tools" / "benchmarks").glob("*.py")}
+    assert set(bench.BENCHMARKS) == modules - {"__init__", "pairs"}
+    for name in bench.BENCHMARKS:
+        module = bench._module(name)
+        assert callable(module.add_arguments) and callable(module.main), name
+        assert bench._summary(name), f"{name} has no docstring"
+    argv = ["forward", "--pairs", "2"]
+    args = bench.parser(argv).parse_args(argv)
+    assert (args.name, args.pairs, args.batch) == ("forward", 2, 8)
+
+
+def test_bench_prints_the_report_as_its_last_line(monkeypatch, capsys):
+    bench = _bench_module()
+
+    class Fake:
+        def add_arguments(parser):
+            parser.add_argument("--pairs", type=int, default=3)
+
+        def main(args):
+            print("progress")
+            return {"pairs": args.pairs, "ratio": 1.5}
+
+    monkeypatch.setattr(bench, "_module", lambda name: Fake)
+    assert bench.main(["forward", "--pairs", "4"]) == {"pairs": 4, "ratio": 1.5}
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "progress" and json.loads(lines[-1]) == {"pairs": 4, "ratio": 1.5}
+
+
+def test_bench_command_lists_the_benchmarks_and_refuses_an_unknown_name(tmp_path):
+    run = [sys.executable, str(ROOT / "tools" / "bench.py")]
+    listing = subprocess.run([*run, "--help"], capture_output=True, text=True, cwd=tmp_path)
+    assert listing.returncode == 0 and "rl_shared_prompt" in listing.stdout
+    bad = subprocess.run([*run, "nope"], capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 2 and "invalid choice: 'nope'" in bad.stderr

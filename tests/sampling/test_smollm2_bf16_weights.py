@@ -11,7 +11,7 @@ from memjax.checkpoints import load_model
 from memjax.models import decoder
 from memjax.sampling import SamplingParams, prepare_params, sample
 from memjax.sampling.weights import cast_matrices
-from tools.bench_sampling import QUESTIONS
+from tools.benchmarks.sampling import QUESTIONS
 
 NEW = 32
 # A flip is allowed only where f32's top-2 margin is at most MARGIN: bf16 flips a choice only

@@ -1,7 +1,7 @@
 """LoRA against full fine-tuning on the packaged SmolLM2-135M: one GRPO update each, and decode.
 
-    .venv/bin/python tools/bench_lora_step.py [--batch 4] [--seq 256] [--pairs 3] [--rank 16]
-    .venv/bin/python tools/bench_lora_step.py --decode [--decode_rows 4] [--new_tokens 32]
+    python tools/bench.py lora_step [--batch 4] [--seq 256] [--pairs 3] [--rank 16]
+    python tools/bench.py lora_step --decode [--decode_rows 4] [--new_tokens 32]
 
 Train: the real train step (`policy_train_step`, f32, AdamW, chunked log-probs) on the same
 [B, T] batch, full fine-tuning and LoRA (adapters on all seven projections, the base frozen and
@@ -19,13 +19,12 @@ ratio on-the-fly / merged. The last line is one JSON object.
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from tools.benchmarks.pairs import alternate
 
 
 def _batch(cfg, B: int, T: int) -> dict:
@@ -85,20 +84,20 @@ def bench_train(model, args) -> dict:
         jax.block_until_ready((state.params, m))
         return state
 
-    full, lora = run_full(full), run_lora(lora)  # compile and warm up
-    pairs = []
-    for _ in range(args.pairs):
-        t = time.perf_counter()
-        full = run_full(full)
-        t_full = time.perf_counter() - t
-        t = time.perf_counter()
-        lora = run_lora(lora)
-        pairs.append((t_full, time.perf_counter() - t))
-        print(f"  full {pairs[-1][0]:.2f} s  lora {pairs[-1][1]:.2f} s", flush=True)
+    states = {"full": run_full(full), "lora": run_lora(lora)}  # compile and warm up
+
+    def step(name, run):
+        return lambda: states.__setitem__(name, run(states[name]))
+
+    times = alternate(step("full", run_full), step("lora", run_lora), args.pairs)
+    for a, b in zip(times.a_s, times.b_s):
+        print(f"  full {a:.2f} s  lora {b:.2f} s", flush=True)
+    s = times.summary()
+    full, lora = states["full"], states["lora"]
     return {
-        "lora_over_full_step_time": round(statistics.median(b / a for a, b in pairs), 3),
-        "full_step_s": round(statistics.median(a for a, _ in pairs), 3),
-        "lora_step_s": round(statistics.median(b for _, b in pairs), 3),
+        "lora_over_full_step_time": s["ratio"],
+        "full_step_s": s["memjax_median_s"],
+        "lora_step_s": s["peer_median_s"],
         "trainable_params_full": sum(x.size for x in jax.tree.leaves(full.params)),
         "trainable_params_lora": sum(x.size for x in jax.tree.leaves(lora.params)),
         "memory": memory,
@@ -121,35 +120,40 @@ def bench_decode(model, args) -> dict:
     sp = SamplingParams(temperature=1.0, max_new_tokens=args.new_tokens)
 
     def run(params):
-        t = time.perf_counter()
-        out = sample(params, cfg, prompts, sp, 0, eos_ids=(-1,))
-        jax.block_until_ready(out.tokens)
-        return time.perf_counter() - t
+        return lambda: jax.block_until_ready(
+            sample(params, cfg, prompts, sp, 0, eos_ids=(-1,)).tokens
+        )
 
-    run(merged), run(on_the_fly)  # compile and warm up
-    pairs = [(run(merged), run(on_the_fly)) for _ in range(args.pairs)]
-    for a, b in pairs:
+    run(merged)(), run(on_the_fly)()  # compile and warm up
+    times = alternate(run(merged), run(on_the_fly), args.pairs)
+    for a, b in zip(times.a_s, times.b_s):
         print(f"  merged {a:.2f} s  on the fly {b:.2f} s", flush=True)
+    s = times.summary()
     return {
-        "on_the_fly_over_merged_decode_time": round(statistics.median(b / a for a, b in pairs), 3),
-        "merged_decode_s": round(statistics.median(a for a, _ in pairs), 3),
-        "on_the_fly_decode_s": round(statistics.median(b for _, b in pairs), 3),
+        "on_the_fly_over_merged_decode_time": s["ratio"],
+        "merged_decode_s": s["memjax_median_s"],
+        "on_the_fly_decode_s": s["peer_median_s"],
         "decode_rows": args.decode_rows,
         "new_tokens": args.new_tokens,
     }
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--batch", type=int, default=4)
-    p.add_argument("--seq", type=int, default=256)
-    p.add_argument("--pairs", type=int, default=3, help="alternating (full, LoRA) step pairs")
-    p.add_argument("--rank", type=int, default=16)
-    p.add_argument("--chunk", type=int, default=16384, help="vocabulary chunk of the log-probs")
-    p.add_argument("--decode", action="store_true", help="merged vs on-the-fly decoding instead")
-    p.add_argument("--decode_rows", type=int, default=4)
-    p.add_argument("--new_tokens", type=int, default=32)
-    args = p.parse_args()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--seq", type=int, default=256)
+    parser.add_argument("--pairs", type=int, default=3, help="alternating (full, LoRA) step pairs")
+    parser.add_argument("--rank", type=int, default=16)
+    parser.add_argument(
+        "--chunk", type=int, default=16384, help="vocabulary chunk of the log-probs"
+    )
+    parser.add_argument(
+        "--decode", action="store_true", help="merged vs on-the-fly decoding instead"
+    )
+    parser.add_argument("--decode_rows", type=int, default=4)
+    parser.add_argument("--new_tokens", type=int, default=32)
+
+
+def main(args: argparse.Namespace) -> dict:
 
     from memjax.checkpoints import load_model
 
@@ -163,8 +167,4 @@ def main() -> None:
     else:
         print(f"GRPO step, batch {args.batch}x{args.seq}, f32, AdamW")
         out = bench_train(model, args)
-    print(json.dumps(out))
-
-
-if __name__ == "__main__":
-    main()
+    return out

@@ -6,7 +6,8 @@
 A ratio is taken within each pair (the peer's seconds over memjax's, so > 1 means memjax is
 faster), and the report is the median of those per-pair ratios with their spread. A load that
 comes and goes then hits both sides of the pairs it overlaps instead of one whole half of the
-run, and a pair that it skews moves the median by at most one rank.
+run, and a pair that it skews moves the median by at most one rank. `rotate` does the same for
+more than two contenders, rotating their order every round.
 """
 
 from __future__ import annotations
@@ -64,6 +65,29 @@ def alternate(run_a: Callable[[], object], run_b: Callable[[], object], pairs: i
     return PairedTimes(tuple(a_s), tuple(b_s))
 
 
+def rotate(contenders: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
+    """Seconds per call of each contender over `rounds` rounds; the order rotates every round
+    (ABC, BCA, CAB, ...) so no contender always runs first or last."""
+    names = list(contenders)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            t0 = time.perf_counter()
+            contenders[name]()
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def paired_ratio(numerator: list[float], denominator: list[float]) -> dict[str, float]:
+    """Median and spread of numerator[i] / denominator[i] over the rounds."""
+    ratios = [a / b for a, b in zip(numerator, denominator)]
+    return {
+        "median": round(statistics.median(ratios), 3),
+        "min": round(min(ratios), 3),
+        "max": round(max(ratios), 3),
+    }
+
+
 def load_average() -> list[float]:
     """The 1, 5 and 15 minute load averages now (what else was running on the machine)."""
     return [round(x, 2) for x in os.getloadavg()]
@@ -77,4 +101,12 @@ def format_summary(s: dict) -> str:
     )
 
 
-__all__ = ["PairedTimes", "alternate", "format_summary", "load_average", "time_call"]
+__all__ = [
+    "PairedTimes",
+    "alternate",
+    "format_summary",
+    "load_average",
+    "paired_ratio",
+    "rotate",
+    "time_call",
+]

@@ -1,6 +1,6 @@
 """Benchmark: ScaNN vs exact top-k search, and memjax's encoder vs transformers (torch).
 
-    python tools/bench_index.py [--n 1000000] [--uniform-n 100000] [--queries 1000]
+    python tools/bench.py index [--n 1000000] [--uniform-n 100000] [--queries 1000]
 
 Data: N x 384 clustered unit vectors (centres on the sphere, each point a noisy copy of one) and
 a uniform random set (points uniform on the sphere, the hard case for any partitioning index).
@@ -13,7 +13,7 @@ exact, ScaNN's thread pool).
 The encoder part embeds the same sentences with memjax's JAX encoder (packaged MiniLM) and with
 transformers' BertModel + mean pooling in torch, alternating the two (memjax, torch, memjax, ...),
 and prints sentences/s for both and the median of the per-pair ratios with its spread and the
-load average before and after (tools/_pairs.py).
+load average before and after (tools/benchmarks/pairs.py).
 
 The last line is one JSON object with every figure; `clustered_recall_at_10` and
 `clustered_speedup` (ScaNN queries/s over exact queries/s at batch 100) are top level.
@@ -22,19 +22,13 @@ The last line is one JSON object with every figure; `clustered_recall_at_10` and
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from _pairs import alternate, load_average  # noqa: E402
-
-from memjax.memory.index import ExactIndex, ScannIndex, ScannParams  # noqa: E402
+from memjax.memory.index import ExactIndex, ScannIndex, ScannParams
+from tools.benchmarks.pairs import alternate, load_average
 
 DIM = 384
 K = 10
@@ -227,8 +221,7 @@ def bench_encoder(n_sentences: int, batch_size: int, pairs: int) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description="ScaNN vs exact search; encoder vs torch")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--uniform-n", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=1000)
@@ -237,7 +230,9 @@ def main() -> None:
     parser.add_argument("--batch1", type=int, default=50, help="queries timed one at a time")
     parser.add_argument("--sentences", type=int, default=512)
     parser.add_argument("--pairs", type=int, default=5, help="memjax/torch encoder call pairs")
-    args = parser.parse_args()
+
+
+def main(args: argparse.Namespace) -> dict:
     rng = np.random.default_rng(0)
     report: dict = {"dim": DIM, "k": K, "queries": args.queries, "cpus": os.cpu_count()}
 
@@ -269,8 +264,4 @@ def main() -> None:
     report["uniform_recall_at_10"] = report["uniform"]["recall_at_10"]
     report["uniform_speedup"] = report["uniform"]["speedup_batch100"]
     report["encoder_ratio"] = report["encoder"]["ratio"]
-    print(json.dumps(report))
-
-
-if __name__ == "__main__":
-    main()
+    return report

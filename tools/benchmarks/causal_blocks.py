@@ -1,6 +1,6 @@
 """The train step and the log-prob pass with attention by query blocks vs in one piece.
 
-    python tools/bench_causal_blocks.py [--rows 4] [--seq_len 1536] [--trained 256] \
+    python tools/bench.py causal_blocks [--rows 4] [--seq_len 1536] [--trained 256] \
         [--shared 0] [--block 256] [--micro_batches 1] [--remat none] [--pairs 3] \
         [--source packaged:smollm2]
 
@@ -15,7 +15,7 @@ those keys (decoder.cached_attention). Both forms run the real GRPO actor step (
 rate 0 so every step sees the same parameters) and the trainer's log-prob pass on the same
 rows and give the same loss (printed). Each form's step also reports the working memory XLA
 plans for it (temporaries and outputs: the host check of memjax.training.host_memory). After
-a warm-up call each, the forms alternate step by step (tools/_pairs.py); the ratio is one
+a warm-up call each, the forms alternate step by step (tools/benchmarks/pairs.py); the ratio is one
 piece's seconds over the blocks' (> 1: blocks are faster), the median of the per-pair ratios.
 The last line is one JSON object.
 """
@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _pairs import alternate, format_summary, load_average
+
+from tools.benchmarks.pairs import alternate, format_summary, load_average
 
 
 def _rows(vocab: int, rows: int, seq_len: int, trained: int, shared: int) -> dict:
@@ -69,18 +69,21 @@ def _working_gib(step, state, batch) -> float:
     return round(working_bytes(step.jitted(arrays).lower(state, arrays, None).compile()) / 2**30, 2)
 
 
-def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rows", type=int, default=4)
-    p.add_argument("--seq_len", type=int, default=1536)
-    p.add_argument("--trained", type=int, default=256)
-    p.add_argument("--shared", type=int, default=0, help="common opening tokens (rl.shared_prompt)")
-    p.add_argument("--block", type=int, default=256, help="the blocked form's query block")
-    p.add_argument("--micro_batches", type=int, default=1)
-    p.add_argument("--remat", default="none", choices=["none", "dots", "full"])
-    p.add_argument("--pairs", type=int, default=3)
-    p.add_argument("--source", default="packaged:smollm2")
-    args = p.parse_args(argv)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rows", type=int, default=4)
+    parser.add_argument("--seq_len", type=int, default=1536)
+    parser.add_argument("--trained", type=int, default=256)
+    parser.add_argument(
+        "--shared", type=int, default=0, help="common opening tokens (rl.shared_prompt)"
+    )
+    parser.add_argument("--block", type=int, default=256, help="the blocked form's query block")
+    parser.add_argument("--micro_batches", type=int, default=1)
+    parser.add_argument("--remat", default="none", choices=["none", "dots", "full"])
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--source", default="packaged:smollm2")
+
+
+def main(args: argparse.Namespace) -> dict:
 
     import optax
 
@@ -137,9 +140,4 @@ def main(argv=None) -> dict:
         "comparisons": comparisons,
         "load": [load_before, load_after_warmup, load_average()],
     }
-    print(json.dumps(report))
     return report
-
-
-if __name__ == "__main__":
-    main()

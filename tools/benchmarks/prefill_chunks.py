@@ -1,14 +1,14 @@
 """A batched call prefilled in column chunks against the same call prefilled in one piece:
 time ratio (alternated) and each form's peak memory (each in a process of its own).
 
-    python tools/bench_prefill_chunks.py [--batch 16] [--memories 30] [--chunk 256] \
+    python tools/bench.py prefill_chunks [--batch 16] [--memories 30] [--chunk 256] \
         [--new-tokens 64] [--pairs 3]
 
 The packaged SmolLM2-135M-Instruct, greedy, `--batch` Memory-R1 answer-agent prompts over
 `--memories` memories per speaker (30, the prompt's limit, gives ~2,050 tokens: the size of a
 LoCoMo answer prompt over a whole conversation's bank). Each form first runs once in a child
 process of its own, whose peak RSS (ru_maxrss) is that form's memory; then both warm up here
-and alternate call by call (tools/_pairs.py): the ratio is the one-piece call's seconds over
+and alternate call by call (tools/benchmarks/pairs.py): the ratio is the one-piece call's seconds over
 the chunked call's (> 1: chunks are faster). Both forms must produce the same completions
 (checked, and printed). The last line is one JSON object.
 """
@@ -20,11 +20,13 @@ import json
 import resource
 import subprocess
 import sys
+from pathlib import Path
 
 import jax
 import numpy as np
-from _pairs import alternate, format_summary, load_average
-from bench_shared_prefix import _turns
+
+from tools.benchmarks.pairs import alternate, format_summary, load_average
+from tools.benchmarks.shared_prefix import _turns
 
 
 def answer_prompts(tokenizer, batch: int, memories: int, seed: int = 0) -> list[list[int]]:
@@ -60,9 +62,11 @@ def _setup(args):
 
 def _peak_gb(args, chunk: int) -> float:
     """Peak RSS of a fresh process that loads the model and makes the call once."""
-    argv = [sys.executable, __file__, *_forwarded(args), "--chunk", str(chunk), "--peak-only"]
+    bench = Path(__file__).resolve().parents[1] / "bench.py"
+    argv = [sys.executable, str(bench), "prefill_chunks", *_forwarded(args)]
+    argv += ["--chunk", str(chunk), "--peak-only"]
     out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
-    return float(out.strip().splitlines()[-1])
+    return json.loads(out.strip().splitlines()[-1])["peak_gib"]
 
 
 def _forwarded(args) -> list[str]:
@@ -73,20 +77,20 @@ def _forwarded(args) -> list[str]:
     ]
 
 
-def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--memories", type=int, default=30)
-    p.add_argument("--chunk", type=int, default=256)
-    p.add_argument("--new-tokens", type=int, default=64)
-    p.add_argument("--pairs", type=int, default=3)
-    p.add_argument("--peak-only", action="store_true", help=argparse.SUPPRESS)
-    args = p.parse_args(argv)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--memories", type=int, default=30)
+    parser.add_argument("--chunk", type=int, default=256)
+    parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--peak-only", action="store_true", help=argparse.SUPPRESS)
+
+
+def main(args: argparse.Namespace) -> dict:
 
     if args.peak_only:
         _setup(args)[1](args.chunk)()
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)  # KiB -> GiB
-        return {}
+        return {"peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}  # KiB
     before = load_average()
     peaks = {"chunked_gib": _peak_gb(args, args.chunk), "one_piece_gib": _peak_gb(args, 0)}
     prompts, call = _setup(args)
@@ -100,9 +104,4 @@ def main(argv=None) -> dict:
     print(f"chunked vs one piece: {format_summary(row)}; peak RSS {row['chunked_gib']} GiB "
           f"chunked, {row['one_piece_gib']} GiB in one piece")  # fmt: skip
     report = {**row, "load_before": before, "load_after": load_average()}
-    print(json.dumps(report))
     return report
-
-
-if __name__ == "__main__":
-    main()

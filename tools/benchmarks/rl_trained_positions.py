@@ -1,6 +1,6 @@
 """The RL actor step and its old-log-prob pass, scoring every position or the trained ones only.
 
-    python tools/bench_rl_trained_positions.py [--rows 4] [--seq_len 2048] [--trained 128] \
+    python tools/bench.py rl_trained_positions [--rows 4] [--seq_len 2048] [--trained 128] \
         [--micro_batches 2] [--pairs 3] [--source packaged:smollm2]
 
 The rows have the shape of a Memory-R1 GRPO step on CPU (configs/reproduce_cpu.py: 2,048-token
@@ -14,18 +14,18 @@ log-prob pass (`make_logprob_fn`) in two forms:
   trained  loss_positions / loss_valid from `trained_positions`, as the trainer now builds
            them: only the trained positions go through the unembedding.
 Both give the same loss (printed). After a warm-up call each, the two forms alternate step by
-step (tools/_pairs.py); the ratio is all's seconds over trained's (> 1: scoring trained
+step (tools/benchmarks/pairs.py); the ratio is all's seconds over trained's (> 1: scoring trained
 positions only is faster), the median of the per-pair ratios. The last line is one JSON object.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 
 import jax
 import numpy as np
-from _pairs import alternate, format_summary, load_average
+
+from tools.benchmarks.pairs import alternate, format_summary, load_average
 
 
 def _rows(vocab: int, rows: int, seq_len: int, trained: int, seed: int = 0) -> dict:
@@ -46,15 +46,16 @@ def _rows(vocab: int, rows: int, seq_len: int, trained: int, seed: int = 0) -> d
     }
 
 
-def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rows", type=int, default=4)
-    p.add_argument("--seq_len", type=int, default=2048)
-    p.add_argument("--trained", type=int, default=128)
-    p.add_argument("--micro_batches", type=int, default=2)
-    p.add_argument("--pairs", type=int, default=3)
-    p.add_argument("--source", default="packaged:smollm2")
-    args = p.parse_args(argv)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rows", type=int, default=4)
+    parser.add_argument("--seq_len", type=int, default=2048)
+    parser.add_argument("--trained", type=int, default=128)
+    parser.add_argument("--micro_batches", type=int, default=2)
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--source", default="packaged:smollm2")
+
+
+def main(args: argparse.Namespace) -> dict:
 
     import optax
 
@@ -115,9 +116,4 @@ def main(argv=None) -> dict:
         "load": [load_before, load_after_warmup, load_average()],
     }
     print(f"loss: all {losses['all']:.6f}, trained {losses['trained']:.6f}")
-    print(json.dumps(report))
     return report
-
-
-if __name__ == "__main__":
-    main()

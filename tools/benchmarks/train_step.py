@@ -1,6 +1,6 @@
 """One GRPO update on the packaged SmolLM2-135M: memjax vs. an equivalent PyTorch step.
 
-    .venv/bin/python tools/bench_train_step.py [--batch 8] [--seq 512] [--pairs 5]
+    python tools/bench.py train_step [--batch 8] [--seq 512] [--pairs 5]
 
 Both sides do the same work on the same shapes in f32: a forward pass over [B, T] tokens, per-token
 log-probs of the tokens, the clipped GRPO surrogate (token-mean), backward, clip-by-global-norm and
@@ -10,7 +10,7 @@ matmul peak is measured in the same run (the best of JAX and PyTorch on a large 
 achieved FLOP/s uses the model FLOPs (6 x matmul params x tokens + attention).
 
 After one warm-up step each, the two steps alternate (memjax, PyTorch, memjax, PyTorch, ...) and
-the ratio is the median of the per-pair ratios (tools/_pairs.py), with its min/max and quartiles
+the ratio is the median of the per-pair ratios (tools/benchmarks/pairs.py), with its min/max and quartiles
 and the load average before and after, so a job that shares the machine for part of the run
 cannot flip it. The last line is one JSON object.
 """
@@ -18,14 +18,14 @@ cannot flip it. The last line is one JSON object.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _pairs import alternate, format_summary, load_average
+
+from tools.benchmarks.pairs import alternate, format_summary, load_average
 
 
 def model_flops(cfg, batch: int, seq: int) -> float:
@@ -110,14 +110,17 @@ def torch_step(cfg, batch_np):
     return one
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--seq", type=int, default=512)
-    p.add_argument("--pairs", type=int, default=5, help="memjax/PyTorch step pairs timed")
-    p.add_argument("--chunk", type=int, default=16384, help="vocabulary chunk of the log-probs")
-    p.add_argument("--remat", default="none", choices=["none", "full", "dots"])
-    args = p.parse_args()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--seq", type=int, default=512)
+    parser.add_argument("--pairs", type=int, default=5, help="memjax/PyTorch step pairs timed")
+    parser.add_argument(
+        "--chunk", type=int, default=16384, help="vocabulary chunk of the log-probs"
+    )
+    parser.add_argument("--remat", default="none", choices=["none", "full", "dots"])
+
+
+def main(args: argparse.Namespace) -> dict:
 
     import torch
 
@@ -168,8 +171,4 @@ def main() -> None:
         "load_before": load_before,
         "load_after": load_after,
     }
-    print(json.dumps(out))
-
-
-if __name__ == "__main__":
-    main()
+    return out

@@ -1,6 +1,6 @@
 """The SFT step on rows that share a prompt: shared prefix and trained-token scoring, timed.
 
-    python tools/bench_sft_shared_prefix.py <trajectories.jsonl> [--role manager] [--rows 4] \
+    python tools/bench.py sft_shared_prefix <trajectories.jsonl> [--role manager] [--rows 4] \
         [--micro_batches 1] [--pairs 3] [--shared_prefix 256] [--source packaged:smollm2]
 
 The rows are the first `--rows` contexts of `--role` in an `sft.make_data` file (e.g. Memory-R1
@@ -13,7 +13,7 @@ same parameters) in three forms:
   trained    the plain batch (`make_batch`): only the trained positions are scored;
   shared     `make_batch(share_prefix=...)`: the common prefix runs once per micro-batch.
 All three give the same loss (printed). After a warm-up call each, two comparisons alternate
-step by step (tools/_pairs.py): trained against all, and shared against trained; each ratio is
+step by step (tools/benchmarks/pairs.py): trained against all, and shared against trained; each ratio is
 the slower form's seconds over the faster's (> 1: the newer form is faster), the median of the
 per-pair ratios. The last line is one JSON object.
 """
@@ -21,11 +21,11 @@ per-pair ratios. The last line is one JSON object.
 from __future__ import annotations
 
 import argparse
-import json
 
 import jax
 import numpy as np
-from _pairs import alternate, format_summary, load_average
+
+from tools.benchmarks.pairs import alternate, format_summary, load_average
 
 
 def _rows(tokenizer, path: str, role: str, count: int) -> list:
@@ -45,17 +45,18 @@ def _all_positions(batch: dict) -> dict:
     return {**batch, "loss_positions": positions, "loss_valid": batch["loss_mask"].copy()}
 
 
-def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("trajectories")
-    p.add_argument("--role", default="manager")
-    p.add_argument("--rows", type=int, default=4)
-    p.add_argument("--micro_batches", type=int, default=1)
-    p.add_argument("--pairs", type=int, default=3)
-    p.add_argument("--shared_prefix", type=int, default=256)
-    p.add_argument("--bucket", type=int, default=64)
-    p.add_argument("--source", default="packaged:smollm2")
-    args = p.parse_args(argv)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trajectories")
+    parser.add_argument("--role", default="manager")
+    parser.add_argument("--rows", type=int, default=4)
+    parser.add_argument("--micro_batches", type=int, default=1)
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--shared_prefix", type=int, default=256)
+    parser.add_argument("--bucket", type=int, default=64)
+    parser.add_argument("--source", default="packaged:smollm2")
+
+
+def main(args: argparse.Namespace) -> dict:
 
     import optax
 
@@ -122,9 +123,4 @@ def main(argv=None) -> dict:
         + "; loss "
         + ", ".join(f"{k} {v:.6f}" for k, v in losses.items())
     )
-    print(json.dumps(report))
     return report
-
-
-if __name__ == "__main__":
-    main()

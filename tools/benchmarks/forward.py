@@ -1,32 +1,33 @@
 """Forward throughput of memjax vs `transformers` on the packaged SmolLM2, in one run.
 
-    python tools/bench_forward.py [--batch 8] [--seq 512] [--pairs 5]
+    python tools/bench.py forward [--batch 8] [--seq 512] [--pairs 5]
 
 Both run in f32 on the same CPU threads and the same token batch. After a warm-up call each, the
 two forwards alternate (memjax, transformers, memjax, ...) and the ratio is the median of the
-per-pair ratios (tools/_pairs.py) with its spread and the load average before and after. Prints
+per-pair ratios (tools/benchmarks/pairs.py) with its spread and the load average before and after. Prints
 load time, compile time and tokens/s for each; the last line is one JSON object.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _pairs import alternate, format_summary, load_average
+
+from tools.benchmarks.pairs import alternate, format_summary, load_average
 
 
-def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=512)
     parser.add_argument("--pairs", type=int, default=5, help="memjax/transformers call pairs")
-    args = parser.parse_args(argv)
+
+
+def main(args: argparse.Namespace) -> dict:
 
     import torch
     from transformers import AutoModelForCausalLM
@@ -93,9 +94,4 @@ def main(argv=None) -> dict:
         f"transformers {result['hf_tok_s']:.0f} tok/s"
     )
     print(f"{format_summary(paired)}; load average {load_before} -> {result['load_after']}")
-    print(json.dumps(result))
     return result
-
-
-if __name__ == "__main__":
-    main()

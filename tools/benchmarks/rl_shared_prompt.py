@@ -1,7 +1,7 @@
 """The GRPO update on groups that share their prompt: each micro-batch running it once, timed
 against the rows run whole.
 
-    python tools/bench_rl_shared_prompt.py <trajectories.jsonl> [--role answer] \
+    python tools/bench.py rl_shared_prompt <trajectories.jsonl> [--role answer] \
         [--id_contains conv-26] [--prompts 4] [--group_size 4] [--micro_batches 4] \
         [--seq_len 1536] [--pairs 3] [--shared_prompt 256] [--source packaged:smollm2]
 
@@ -16,18 +16,18 @@ right-padded to `--seq_len`). One GRPO update as the trainer makes it, in two fo
            after the prefix each chunk and micro-batch shares, which runs once.
 The optimizer is SGD at rate 0, so every call sees the same parameters; the loss, KL and
 reference log-probs of both forms are printed (they agree up to f32 order). After a warm-up
-call each, the forms alternate step by step (tools/_pairs.py); the ratio is whole's seconds over
+call each, the forms alternate step by step (tools/benchmarks/pairs.py); the ratio is whole's seconds over
 shared's (> 1: sharing is faster), the median of the per-pair ratios. The last line is JSON.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 
 import jax
 import numpy as np
-from _pairs import alternate, format_summary, load_average
+
+from tools.benchmarks.pairs import alternate, format_summary, load_average
 
 
 def _group_rows(tokenizer, args) -> list:
@@ -70,19 +70,20 @@ def _batch(trajs, args, pad_id) -> dict:
     return batch
 
 
-def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("trajectories")
-    p.add_argument("--role", default="answer")
-    p.add_argument("--id_contains", default="")
-    p.add_argument("--prompts", type=int, default=4)
-    p.add_argument("--group_size", type=int, default=4)
-    p.add_argument("--micro_batches", type=int, default=4)
-    p.add_argument("--seq_len", type=int, default=1536)
-    p.add_argument("--pairs", type=int, default=3)
-    p.add_argument("--shared_prompt", type=int, default=256)
-    p.add_argument("--source", default="packaged:smollm2")
-    args = p.parse_args(argv)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trajectories")
+    parser.add_argument("--role", default="answer")
+    parser.add_argument("--id_contains", default="")
+    parser.add_argument("--prompts", type=int, default=4)
+    parser.add_argument("--group_size", type=int, default=4)
+    parser.add_argument("--micro_batches", type=int, default=4)
+    parser.add_argument("--seq_len", type=int, default=1536)
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--shared_prompt", type=int, default=256)
+    parser.add_argument("--source", default="packaged:smollm2")
+
+
+def main(args: argparse.Namespace) -> dict:
 
     import optax
 
@@ -167,9 +168,4 @@ def main(argv=None) -> dict:
         f"{report['tokens_per_s']['shared']}; loss whole {results['whole']['loss']:.6f}, "
         f"shared {results['shared']['loss']:.6f}"
     )
-    print(json.dumps(report))
     return report
-
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,7 @@
 """Decoding speed of memjax's sampler (f32 and bf16 weights) vs `transformers` generate, against
 the weight-read floor, and a GRPO-like variable-length workload with and without compaction.
 
-    python tools/bench_sampling.py [--batches 1,8] [--new-tokens 64] [--pairs 5]
+    python tools/bench.py sampling [--batches 1,8] [--new-tokens 64] [--pairs 5]
                                    [--workload-pairs 3] [--workload-new-tokens 128]
 
 The packaged SmolLM2-135M-Instruct, greedy, chat prompts of different lengths, exactly
@@ -35,6 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from tools.benchmarks.pairs import load_average, paired_ratio, rotate
+
 QUESTIONS = [
     "What is the capital of France?",
     "Give me one tip for remembering people's names.",
@@ -56,33 +58,6 @@ WORKLOAD = [
     "Write a detailed story about a robot who learns to paint, with a beginning, middle and end.",
     "Describe, step by step and in detail, how to bake bread at home.",
 ]
-
-
-def alternate(contenders: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
-    """Seconds per call of each contender over `rounds` rounds; the order rotates every round
-    (ABC, BCA, CAB, ...) so no contender always runs first or last."""
-    names = list(contenders)
-    times: dict[str, list[float]] = {n: [] for n in names}
-    for r in range(rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            t0 = time.perf_counter()
-            contenders[name]()
-            times[name].append(time.perf_counter() - t0)
-    return times
-
-
-def paired_ratio(numerator: list[float], denominator: list[float]) -> dict[str, float]:
-    """Median and spread of numerator[i] / denominator[i] over the rounds."""
-    ratios = [a / b for a, b in zip(numerator, denominator)]
-    return {
-        "median": round(statistics.median(ratios), 3),
-        "min": round(min(ratios), 3),
-        "max": round(max(ratios), 3),
-    }
-
-
-def _load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 def read_bandwidth(megabytes: int = 512, repeats: int = 5) -> float:
@@ -191,7 +166,7 @@ def bench_batch(model, variants, hf, batch, new_tokens, pairs) -> dict:
         assert (out.lengths == new_tokens).all()
         contenders[name] = run
     contenders["hf"]()  # warm-up
-    times = alternate(contenders, pairs)
+    times = rotate(contenders, pairs)
     row = {
         "ms_per_step": {
             n: round(1e3 * statistics.median(t) / new_tokens, 1) for n, t in times.items()
@@ -229,7 +204,7 @@ def bench_workload(model, params, dtype, new_tokens, pairs) -> dict:
     same = bool((outs["static"].tokens == outs["compaction"].tokens).all())
     lengths = outs["static"].lengths
     useful = int(lengths.sum())
-    times = alternate(runs, pairs)
+    times = rotate(runs, pairs)
     return {
         "rows": int(len(lengths)),
         "lengths": {
@@ -246,15 +221,16 @@ def bench_workload(model, params, dtype, new_tokens, pairs) -> dict:
     }
 
 
-def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batches", default="1,8", help="'' skips the per-batch part")
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--workload-pairs", type=int, default=3, help="0 skips the workload")
     parser.add_argument("--workload-new-tokens", type=int, default=128)
     parser.add_argument("--workload-dtype", default="auto")
-    args = parser.parse_args(argv)
+
+
+def main(args: argparse.Namespace) -> dict:
 
     import torch
     from transformers import AutoModelForCausalLM
@@ -263,7 +239,7 @@ def main(argv=None) -> dict:
     from memjax.sampling import prepare_params
     from memjax.sampling.weights import cast_matrices
 
-    load_before = _load()
+    load_before = load_average()
     threads = os.cpu_count() or 1
     torch.set_num_threads(threads)
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}; torch threads {threads}")
@@ -308,11 +284,6 @@ def main(argv=None) -> dict:
         "workload": workload,
         "threads": threads,
         "load_avg_before": load_before,
-        "load_avg_after": _load(),
+        "load_avg_after": load_average(),
     }
-    print(json.dumps(summary))
     return summary
-
-
-if __name__ == "__main__":
-    main()

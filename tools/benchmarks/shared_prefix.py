@@ -1,7 +1,7 @@
 """Batched Memory-R1 role calls with the shared opening prefilled once, against prefilling
 every prompt whole, timed in alternation.
 
-    python tools/bench_shared_prefix.py [--roles answer,manager,facts] [--batch 16] \
+    python tools/bench.py shared_prefix [--roles answer,manager,facts] [--batch 16] \
         [--new-tokens 64] [--pairs 3] [--shared-prefix 256]
 
 The packaged SmolLM2-135M-Instruct, greedy, `--batch` prompts per call rendered through each
@@ -9,7 +9,7 @@ role's real template and the model's chat template from synthetic conversations:
 agent over 10 memories per speaker and a question, the manager over 5 memories and 2 new facts,
 the fact extractor over a turn and its context, and (`--roles=memsearcher`) MemSearcher's
 context at a memory update. Per role the two forms run once each to warm
-up (compiles), then alternate call by call (tools/_pairs.py): the ratio is the whole-prefill
+up (compiles), then alternate call by call (tools/benchmarks/pairs.py): the ratio is the whole-prefill
 call's seconds over the shared-prefix call's (> 1: sharing is faster), the median of the
 per-pair ratios. Both forms must produce the same completions (checked, and printed). The last
 line is one JSON object.
@@ -23,7 +23,8 @@ import json
 
 import jax
 import numpy as np
-from _pairs import alternate, format_summary, load_average
+
+from tools.benchmarks.pairs import alternate, format_summary, load_average
 
 
 def _turns(seed: int) -> tuple[list, list]:
@@ -112,14 +113,15 @@ def bench_role(model, params, role, args) -> dict:
     return row
 
 
-def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--roles", default="answer,manager,facts")
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--new-tokens", type=int, default=64)
-    p.add_argument("--pairs", type=int, default=3)
-    p.add_argument("--shared-prefix", type=int, default=256)
-    args = p.parse_args(argv)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--roles", default="answer,manager,facts")
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--shared-prefix", type=int, default=256)
+
+
+def main(args: argparse.Namespace) -> dict:
 
     from memjax.checkpoints import load_model
     from memjax.sampling import prepare_params
@@ -131,9 +133,4 @@ def main(argv=None) -> dict:
           f"{args.new_tokens} new tokens per row")  # fmt: skip
     roles = {r: bench_role(model, params, r, args) for r in args.roles.split(",") if r}
     report = {"roles": roles, "load_before": before, "load_after": load_average()}
-    print(json.dumps(report))
     return report
-
-
-if __name__ == "__main__":
-    main()
