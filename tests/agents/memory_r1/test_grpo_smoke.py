@@ -2,6 +2,8 @@
 trainer): the answer agent and the memory manager each take two steps; rewards come from the
 environments, checkpoints and the reward curve land in the workdir, parameters change."""
 
+import dataclasses
+
 import jax
 import numpy as np
 import pytest
@@ -37,6 +39,21 @@ class WordTokenizer:
 
     def chat(self, messages, add_generation_prompt=True):
         return self.encode(" ".join(m["content"] for m in messages))
+
+
+class TieBrokenAnswerEnvironment(AnswerEnvironment):
+    """The answer environment with the n-th completion it scores given n * 1e-3 on top of its
+    reward. A tiny random model answers in random bytes, which score 0 against any gold answer;
+    a group whose rewards all tie has no advantage and GRPO leaves the parameters as they
+    were. The tie-break keeps every group's rewards apart, so the update is never zero,
+    whichever way the samples fall."""
+
+    scored = 0
+
+    def step(self, state, completion, stop_reason):
+        state, result = super().step(state, completion, stop_reason)
+        self.scored += 1
+        return state, dataclasses.replace(result, reward=result.reward + 1e-3 * self.scored)
 
 
 def _config(seq_len, max_new):
@@ -96,7 +113,7 @@ def test_grpo_answer_agent_and_manager_on_tiny_model(tmp_path):
     config.answer_agent.k_per_speaker = 1
     train_ex, held_out = demo_examples(config, helpers.BagOfWords())
     tok = helpers.ByteTokenizer()
-    env = AnswerEnvironment(
+    env = TieBrokenAnswerEnvironment(
         tok, AnswerSettings(style="short", metric="f1", answer_prefix="**Answer:**")
     )
     params, cfg = _model(tok.vocab_size)
