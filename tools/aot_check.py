@@ -18,8 +18,7 @@ roofline step time and MFU on the target's published peaks. The last line is one
 
 `--donate yes|no` overrides whether the train steps donate their state (by default as the
 trainer does on the target: not on TPU, where donating the state its micro-batch loop reads
-makes the compiler keep copies of it; Qwen2.5-3B GRPO on v5p:2x2x1 needs 24.9 GiB per chip
-donated, 21.0 not). Not donating, the planner's figure for the step's outputs + temporaries
+makes the compiler keep copies of it; docs/scale.md has the figures). Not donating, the planner's figure for the step's outputs + temporaries
 (its working set) is compared, since the compiler keeps scratch in the new state's buffers.
 
 A TPU slice (`--topology v5p:2x2x4`, default: the config's TPU, or v5p chips of the config's

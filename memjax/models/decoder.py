@@ -103,8 +103,8 @@ def causal_attention(q, k, v, mask, query_block: int) -> jax.Array:
 
     q: [B, T, N, Hd]; k, v: [B, T, K, Hd]; mask: [B, T, T], causal (nothing above the
     diagonal). Returns [B, T, N, Hd]. Queries [a, b) see no key at or past b, so their block
-    scores keys [0, b) only: ~(C + 1) / 2C of the square for C blocks (a SmolLM2 GRPO step
-    over 4 rows of 1,536 tokens ran 1.21x faster on 2 cores: tools/bench_causal_blocks.py).
+    scores keys [0, b) only: ~(C + 1) / 2C of the square for C blocks (the speed-up:
+    `tools/bench.py causal_blocks`, docs/results.md).
     Each block is exact: the keys it skips were masked (probability 0). A padding query (a
     fully masked row) averages the values of its block's keys instead of all T; nothing reads
     a padding position's output.

@@ -1,4 +1,4 @@
-"""Memory-R1's training settings (reference/papers.md section 1) as an ml_collections ConfigDict.
+"""Memory-R1's training settings (the paper's Appendix D) as an ml_collections ConfigDict.
 
     config = paper_config("grpo", "qwen2.5-7b-instruct", accelerator="H100-80GB",
                           num_devices=4, mesh={"data": 1, "fsdp": 2, "tensor": 2},

@@ -6,8 +6,7 @@ whole mini-batch).
 
 Formulas follow verl's verl/trainer/ppo/core_algos.py (v0.5 line: `compute_policy_loss_vanilla`,
 `kl_penalty` / `kl_penalty_forward`, `compute_value_loss`, `agg_loss`) and TRL's
-trl/trainer/grpo_trainer.py `_compute_loss` where the two differ (see reference/jax_anchors.md
-sections 8-10):
+trl/trainer/grpo_trainer.py `_compute_loss` where the two differ:
   policy: max(-A r, -A clip(r, 1-eps_low, 1+eps_high)), optional dual clip min(., -c A) for A<0
   KL:     k1 = logp - ref, k2 = (logp - ref)^2 / 2, k3 = exp(ref - logp) - (ref - logp) - 1,
           k3+: the value of k3 with the gradient of k2

@@ -1,8 +1,8 @@
 """Column chunks of a left-padded prefill: a long batch prefilled a piece at a time.
 
 A prefill of T new tokens against a cache of S slots computes [B, K, G, T, S + T] attention
-scores per layer, which is what a batched call's memory peaks on: 16 SmolLM2 answer prompts of
-~2,050 tokens reach 10.4 GiB of RSS in one piece, 4.4 GiB in chunks of 256. Cut into column
+scores per layer, which is what a batched call's memory peaks on (the peaks in one piece and in
+chunks: `tools/bench.py prefill_chunks`, docs/results.md). Cut into column
 chunks of C tokens, the same tokens go into the same cache slots at the same positions, a
 chunk at a time (the first into a fresh cache, the rest appended by `loop.prefill`), so each
 chunk's queries see exactly the keys they saw in one piece and the scores peak at

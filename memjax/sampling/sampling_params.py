@@ -28,28 +28,24 @@ class SamplingParams:
       its own dtype (the gap is the `sampler_gap` metric).
     - compaction: move running rows into smaller batch buckets as rows stop (compaction.py);
       token-identical to the static batch. None ("auto") turns it on where it was measured
-      faster: on the CPU backend without a mesh (a decode step there costs 22 ms at one row,
-      56 ms at 8 and 125 ms at 32 on SmolLM2, so finished rows are worth dropping; the GRPO-like
-      workload of tools/bench_sampling.py ran at 1.28x the static batch's useful tokens/s on
-      an AVX2 CPU, 1.23x on an AMX one).
+      faster: on the CPU backend without a mesh, where a decode step's cost grows with its
+      rows, so finished rows are worth dropping (`tools/bench.py sampling`, docs/results.md).
       Elsewhere it stays off until measured: its host round trips and batch changes cost
       more on an accelerator, and a sharded batch cannot shrink below its mesh.
     - context_overflow: a prompt + max_new_tokens beyond the model's max_position_embeddings
       is an "error", or "truncate_prompt" keeps the prompt's latest tokens (context.py).
     - shared_prefix: prompts that open with the same tokens (a role's instructions) prefill
       that opening once when it is at least this many tokens (prefix.py); 0 never shares.
-      Prefill is most of a batched call's time on CPU (SmolLM2, 16 answer-agent prompts of
-      ~950 tokens: 30 s of prefill, 9 s for 64 decode steps), and the instructions are half
-      of such a prompt. Unsharded batches only (a one-row prefill cannot split over a mesh).
+      Prefill is most of a batched call's time on CPU, and a role's instructions are a large
+      part of its prompts (`tools/bench.py shared_prefix`, docs/results.md). Unsharded batches only (a one-row prefill cannot split over a mesh).
     - prefill_chunk: prefill prompts longer than this many tokens in column chunks of at most
       this many (chunk.py); 0 prefills each in one piece. The same attention over the same
       tokens, so the same completions (up to float rounding), with the prefill's peak memory
       bounded: its attention scores are [B, heads, chunk, cache] instead of [B, heads, T,
       cache]. None ("auto") chunks by PREFILL_CHUNK_CPU on the CPU backend, where it was
-      measured (SmolLM2, 16 answer prompts, 64 greedy tokens, tools/bench_prefill_chunks.py:
-      at ~2,050 tokens peak RSS 10.4 -> 4.4 GiB and the call 1.43x faster, at ~1,000 tokens
-      3.9 -> 3.1 GiB and 1.07x), and not elsewhere until measured there (the fused attention
-      kernels serve a first prefill only).
+      measured to lower the peak and the time (`tools/bench.py prefill_chunks`,
+      docs/results.md), and not elsewhere until measured there (the fused attention kernels
+      serve a first prefill only).
     """
 
     temperature: float = 1.0

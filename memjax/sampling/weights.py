@@ -10,12 +10,10 @@ accumulates in f32).
 In XLA's CPU backend (jax 0.10, AVX2 without native bf16) a bf16 x bf16 -> f32 product of two
 or more rows runs as one YNNPACK GEMM over the stored bf16 weights, but a one-row product is
 rewritten into a convert of the whole weight to f32 and an f32 GEMV (seen in the optimized
-HLO). Measured with tools/bench_sampling.py on the 2-core CPU, bf16 weights decoded SmolLM2 no
-faster than f32: 0.75x at batch 8 on a loaded machine; on a quiet one (load 1-2) 0.96x at
-batch 1 and 1.01x at batch 8 (medians of alternated pairs). A step there is bound by the small-M
-GEMM kernels, not by the bytes read (f32 at batch 8: 127 ms a step against a 17.5 ms read floor
-at 30.8 GB/s), so halving the bytes does not help. On a CPU with native bf16 (AVX-512 BF16 /
-AMX) they are faster from two rows: 1.43x f32 at batch 8, 0.94x at batch 1. They are an option
+HLO). On such a CPU bf16 weights decode SmolLM2 no faster than f32: a step there is bound by
+the small-M GEMM kernels, not by the bytes read, so halving the bytes does not help. On a CPU
+with native bf16 (AVX-512 BF16 / AMX) they are faster from two rows, not at one
+(`tools/bench.py sampling`; the figures are in docs/results.md). They are an option
 ("bfloat16"), not the default: they change greedy tokens against f32 (and `transformers`), and
 differently on the two kinds of CPU. With them, one row would take the convert path, so a
 compacting bf16 batch stops shrinking at two rows (`min_batch`).

@@ -2,8 +2,8 @@
 
 On an accelerator XLA reports an allocation it cannot make (RESOURCE_EXHAUSTED). On the CPU it
 allocates from host memory until the kernel kills the process, minutes into a run and with no
-word of why: the Memory-R1 answer agent's GRPO step with nothing recomputed needed 17-24 GiB of
-temporaries on a 24 GiB machine. XLA's own memory analysis of the compiled step says how much
+word of why (the Memory-R1 answer agent's GRPO step with nothing recomputed can need more
+temporaries than a small host has: docs/results.md). XLA's own memory analysis of the compiled step says how much
 it will take; compiling it ahead of the first call costs nothing extra (the call reuses it).
 """
 

@@ -231,8 +231,8 @@ def make_logprob_fn(
     The rows go through in chunks of `rows_per_device` per batch shard (a `lax.map` over a
     strided split, as the train step's micro-batches, so every chunk stays evenly sharded):
     the trainer calls this over all the rows of a step at once, and one forward pass over
-    them all needs [B, T, F] activations (66.9 GiB per v5p chip for Qwen2.5-3B's 1,024 x
-    6,144-token GRPO step, against 1.1 GiB in chunks of 4 rows per device). A batch that does
+    them all needs [B, T, F] activations at once, where a chunk needs its own rows' (the
+    compiled sizes at Qwen2.5-3B's GRPO step: docs/scale.md). A batch that does
     not split into such chunks runs whole. `logprob_chunks` says how many chunks a batch
     makes.
 

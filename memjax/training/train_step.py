@@ -243,11 +243,10 @@ class TrainStep:
 def donates_state(platform: str) -> bool:
     """Whether a train step donates its state on `platform` ("cpu" | "gpu" | "tpu") when its
     caller does not say. Donating lets the new state overwrite the old, but the state is read
-    inside the micro-batch loop, and XLA's TPU compiler then keeps copies of it: Qwen2.5-3B's
-    GRPO step on v5p:2x2x1 needs 24.9 GiB per chip donated and 21.0 not (arguments + outputs +
-    temporaries; 7B: 61.0 and 51.4; tools/aot_check.py --donate yes|no). On CPU the two
-    are within 4% of each other (a synthetic step), so CPU keeps donating. GPU has not been
-    compiled here: it keeps donating."""
+    inside the micro-batch loop, and XLA's TPU compiler then keeps copies of it, so a step
+    that does not donate needs less memory per chip (`tools/aot_check.py --donate yes|no`
+    compiles either way; the figures are in docs/scale.md). On CPU the two need about the
+    same, so CPU keeps donating. GPU has not been compiled here: it keeps donating."""
     return platform != "tpu"
 
 

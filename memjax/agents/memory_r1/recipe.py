@@ -3,7 +3,7 @@
     config = memory_r1_config("/models/Qwen2.5-7B-Instruct", algo="grpo")
     config.job = "memory_r1.train_manager"
 
-Paper facts (MR1-v5 App. D; reference/papers.md §1.1): actor lr 1e-6, critic lr 1e-5, both
+Paper facts (Memory-R1, arXiv v5, Appendix D): actor lr 1e-6, critic lr 1e-5, both
 constant with no warmup (verl's `warmup_style: constant`, `lr_warmup_steps_ratio: 0`), total
 batch 128, micro-batch 2 per GPU on 4 GPUs, prompt 4096
 and response 2048 tokens, temperature 1.0 in training and greedy decoding at test, EM reward,

@@ -1,7 +1,7 @@
 """MemSearcher's training and evaluation settings as an ml_collections ConfigDict.
 
-The numbers are those of the paper's code (`train.sh`, `ppo_trainer.yaml`, `eval.sh`; see
-reference/papers.md section 2.4). Sections `optimizer` and `loss` carry the field names of
+The numbers are those of the paper's released code (`train.sh`, `ppo_trainer.yaml`,
+`eval.sh`). Sections `optimizer` and `loss` carry the field names of
 `memjax.training.optimizer.OptimizerConfig` and `memjax.rl.losses.PolicyLossConfig`, so the trainer
 builds them with `OptimizerConfig(**config.optimizer)`.
 """
