@@ -15,7 +15,7 @@ TPU_STAMP := $(VENV_TPU)/.memjax-installed
 VENV_GPU := .venv-gpu
 GPU_STAMP := $(VENV_GPU)/.memjax-installed
 
-.PHONY: setup setup-tpu setup-gpu test lint format demo reproduce bench clean
+.PHONY: setup setup-tpu setup-gpu test test-heavy lint format demo reproduce bench clean
 
 setup: $(STAMP)
 
@@ -66,11 +66,18 @@ format: setup
 # the time of one. A file's tests stay in one worker (its module fixtures are built once, and
 # the libtpu tests, all in tests/scale/test_aot_check.py, never run beside each other: libtpu
 # holds a machine-wide lock). TEST_WORKERS=0 runs everything in one process. Files go out in
-# collection order, which tests/conftest.py starts with the heavy ones (xdist's default sends
+# collection order, which tests/conftest.py starts with the longest ones (xdist's default sends
 # the files with most tests first, which left the longest, one-test file to run alone at the end).
+# `make test` leaves out the tests marked heavy (the further cases of each equivalence, the
+# packaged-weight parities, the end-to-end runs); `make test-heavy` runs exactly those, and CI
+# (.ci/run) runs both, so every test is checked.
 TEST_WORKERS ?= 2
-test: setup lint setup-tpu setup-gpu
-	$(PY) -m pytest -q -rs --durations=15 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests
+PYTEST := $(PY) -m pytest -q -rs --durations=15 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+test: setup lint
+	$(PYTEST) -m "not heavy" tests
+
+test-heavy: setup setup-tpu setup-gpu
+	$(PYTEST) -m heavy tests
 
 demo: setup
 	$(PY) -m memjax.launch --config=configs/demo.py --workdir=$${WORKDIR:-/tmp/memjax_demo}

@@ -88,8 +88,15 @@ def test_too_short_a_shared_prefix_leaves_the_batch_whole():
 
 @pytest.mark.parametrize(
     "micro_batches, empty_rows, expect_prefix",
-    # the longest micro-batch's prefix; the shorter ones (24 tokens; 16: the opening only) padded
-    [(3, 0, 32), (6, 0, 32), (1, 0, 16), (4, 4, 32), (2, 4, 24)],
+    # the longest micro-batch's prefix; the shorter ones (24 tokens; 16: the opening only) padded.
+    # The default run keeps the case with empty rows and a padded shorter prefix; the rest heavy.
+    [
+        (2, 4, 24),
+        pytest.param(3, 0, 32, marks=pytest.mark.heavy),
+        pytest.param(6, 0, 32, marks=pytest.mark.heavy),
+        pytest.param(1, 0, 16, marks=pytest.mark.heavy),
+        pytest.param(4, 4, 32, marks=pytest.mark.heavy),
+    ],
 )
 def test_a_shared_prompt_step_is_the_plain_step(params, micro_batches, empty_rows, expect_prefix):
     jax.config.update("jax_default_matmul_precision", "highest")
@@ -156,7 +163,14 @@ class LongPromptEnv(toy.RepeatTargetEnv):
         return target, [prompt[0], *range(3, 15), *prompt[1:]]
 
 
-@pytest.mark.parametrize("algo, lora_rank", [("grpo", 0), ("ppo", 0), ("grpo", 4)])
+@pytest.mark.parametrize(
+    "algo, lora_rank",
+    [
+        ("grpo", 0),
+        pytest.param("ppo", 0, marks=pytest.mark.heavy),
+        pytest.param("grpo", 4, marks=pytest.mark.heavy),
+    ],
+)
 def test_training_with_shared_prompts_matches_training_without(
     tmp_path, monkeypatch, algo, lora_rank
 ):
@@ -189,6 +203,7 @@ def test_training_with_shared_prompts_matches_training_without(
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.heavy  # the sharded step's equivalence runs by default in test_train_step
 def test_a_sharded_shared_prompt_step_is_the_single_device_plain_step(params):
     """Data x fsdp x tensor over 8 devices, each micro-batch's 4 rows (one group) spread over
     the 4 batch shards: the prefix still runs once per micro-batch, with the plain result."""

@@ -159,7 +159,7 @@ def test_critic_step_fits_returns(params):
     assert float(m["value_loss"]) < 0.5 * float(m0["value_loss"])
 
 
-@pytest.mark.parametrize("sharded", [False, True])
+@pytest.mark.parametrize("sharded", [False, pytest.param(True, marks=pytest.mark.heavy)])
 def test_scoring_only_trained_positions_gives_the_same_update(params, sharded):
     """loss_positions / loss_valid (the trainer's batches) change what the unembedding sees,
     not the loss, the gradients or the metrics."""

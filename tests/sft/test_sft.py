@@ -186,7 +186,9 @@ def _random_rows(n: int, seed: int = 0, lengths=None) -> list[Row]:
     return rows
 
 
-@pytest.mark.parametrize("agg_mode", ["token-mean", "seq-mean-token-mean"])
+@pytest.mark.parametrize(
+    "agg_mode", ["token-mean", pytest.param("seq-mean-token-mean", marks=pytest.mark.heavy)]
+)
 def test_bucketed_batch_equals_one_row_at_a_time(agg_mode):
     jax.config.update("jax_default_matmul_precision", "highest")
     params = init_params(decoder.decoder_abstract(CFG), jax.random.key(0))

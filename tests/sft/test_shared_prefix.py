@@ -6,6 +6,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from ml_collections import ConfigDict
 
 from memjax.models import decoder
@@ -142,6 +143,7 @@ def test_training_with_a_shared_prefix_ends_with_the_plain_parameters():
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=2e-6)
 
 
+@pytest.mark.heavy  # the sharded step's equivalence runs by default in tests/rl/test_train_step
 def test_a_sharded_shared_prefix_step_equals_the_single_device_one():
     """The one-row prefix pass under a data x fsdp x tensor mesh: replicated over the batch
     axes, its gradient summed over every device's rows."""
