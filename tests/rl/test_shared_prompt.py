@@ -119,6 +119,7 @@ def test_a_shared_prompt_step_is_the_plain_step(params, micro_batches, empty_row
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.heavy  # blocks against one piece run by default in tests/models/test_causal_attention
 def test_query_blocks_leave_the_plain_and_the_shared_prompt_step_unchanged(params):
     """Attention by query blocks of 8 (decoder.causal_attention over whole rows, and
     cached_attention over the shared prompt's keys) gives the one-piece plain step."""
