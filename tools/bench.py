@@ -31,6 +31,7 @@ BENCHMARKS = (
     "rl_shared_prompt",
     "rl_trained_positions",
     "sampling",
+    "serving",
     "sft_shared_prefix",
     "shared_prefix",
     "train_step",
