@@ -11,7 +11,7 @@ coefficients are the paper's except the learning rate, raised for a few-minute r
 
 from ml_collections import ConfigDict
 
-from memjax.agents.memory_r1.recipe import memory_r1_config, rl_config
+from memjax.recipes.memory_r1 import memory_r1_config, rl_config
 
 
 def get_config() -> ConfigDict:

@@ -18,7 +18,7 @@ build"). The answer agent alone, on whole conversations, over banks no model bui
 
 from ml_collections import ConfigDict
 
-from memjax.agents.memory_r1.recipe import memory_r1_config
+from memjax.recipes.memory_r1 import memory_r1_config
 
 LOCOMO = "../shared/data/locomo10.json"
 

@@ -14,7 +14,7 @@ operations by kind, and the answers that wrote the `**Answer:**` marker unprompt
 
 from ml_collections import ConfigDict
 
-from memjax.agents.memory_r1.recipe import memory_r1_config
+from memjax.recipes.memory_r1 import memory_r1_config
 
 
 def get_config() -> ConfigDict:

@@ -15,13 +15,13 @@ them. Batch, turns and lengths are cut to CPU size; G and the RL coefficients st
 
 from ml_collections import ConfigDict
 
-from memjax.agents.memsearcher.recipe import paper_config
+from memjax.recipes.memsearcher import memsearcher_config
 
 HOTPOT_SAMPLE = "../shared/data/hotpotqa_dev_distractor_500.jsonl"
 
 
 def get_config() -> ConfigDict:
-    config = paper_config(model_source="packaged:smollm2")
+    config = memsearcher_config(model_source="packaged:smollm2")
     config.model.param_dtype = "float32"
     config.model.remat = "full"  # recompute activations in the backward pass: fits in a few GiB
     config.mesh = ConfigDict({"data": 1, "fsdp": 1, "tensor": 1})

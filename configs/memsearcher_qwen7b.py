@@ -4,23 +4,16 @@
         --config.model.source=/models/Qwen2.5-7B-Instruct \
         --config.retriever.url=http://127.0.0.1:8000
 
-Sized for 8 x H100-80GB, the paper's hardware for 7B; memory per device: python tools/plan_memory.py configs/memsearcher_qwen7b.py
+Sized for 8 x H100-80GB, the paper's hardware for this size. Settings:
+memjax/recipes/memsearcher.py. Memory and time: --dry_run, or tools/plan_memory.py.
 """
 
-from ml_collections import ConfigDict
-
-from memjax.agents.memsearcher.recipe import paper_config
-from memjax.recipes.scale import add_scale_sections
+from memjax.recipes.memsearcher import paper_config
 
 
-def get_config() -> ConfigDict:
-    config = paper_config(model_source="/models/Qwen2.5-7B-Instruct")
-    # The micro-batch per device and the decode wave are not in the paper (verl sizes them with
-    # vLLM): memjax's choices for contexts of 695 + 6024 tokens.
-    return add_scale_sections(
-        config,
-        preset="qwen2.5-7b-instruct",
-        accelerator="H100-80GB",
+def get_config():
+    return paper_config(
+        "qwen2.5-7b-instruct",
         num_devices=8,
         mesh={"data": 1, "fsdp": 4, "tensor": 2},
         micro_batch_per_device=1,

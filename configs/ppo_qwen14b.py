@@ -1,9 +1,16 @@
-"""Memory-R1 PPO on Qwen2.5-14B-Instruct: 8 x H100-80GB, the paper's hardware for Qwen2.5-14B (App. D).
+"""Memory-R1 PPO on Qwen2.5-14B-Instruct: the answer agent (the memory manager with
+`--config.job=memory_r1.train_manager`).
 
     python -m memjax.launch --config=configs/ppo_qwen14b.py --workdir=/ckpt/mr1_ppo_qwen14b \
         --config.model.source=/models/Qwen2.5-14B-Instruct
 
-Settings: memjax/recipes/memory_r1.py. Memory per device: python tools/plan_memory.py configs/ppo_qwen14b.py.
+The paper trained on 8 x H100-80GB (App. D). That does not fit memjax's trainer: f32 master
+weights and AdamW moments for the actor and again for the critic need 75.1 GiB per device at best
+there (72 usable), so this config is sized for 16 x H100-80GB, the fewest H100s it fits;
+8 x H200 fits too (`--config.hardware.accelerator=H200 --config.hardware.num_devices=8`
+with a mesh over 8). Same effective batch: 128 questions per step, 2 rows per device per
+micro-batch.
+Settings: memjax/recipes/memory_r1.py. Memory and time: --dry_run, or tools/plan_memory.py.
 """
 
 from memjax.recipes.memory_r1 import paper_config
@@ -13,9 +20,9 @@ def get_config():
     return paper_config(
         "ppo",
         "qwen2.5-14b-instruct",
-        accelerator="H100-80GB",
-        num_devices=8,
-        mesh={"data": 1, "fsdp": 2, "tensor": 4},
+        num_devices=16,
+        mesh={"data": 1, "fsdp": 8, "tensor": 2},
         micro_batch_per_device=2,
         decode_batch=64,
+        paper_num_devices=8,
     )

@@ -16,7 +16,7 @@ rows are the prompts the agents see when they train and run.
 from ml_collections import ConfigDict
 
 from memjax.agents.memsearcher.episode import TRAIN_MAX_TURNS
-from memjax.agents.memsearcher.recipe import paper_config
+from memjax.recipes.memsearcher import memsearcher_config
 from memjax.remote import openai_source
 
 LOCOMO = "../shared/data/locomo10.json"
@@ -66,7 +66,7 @@ def get_config() -> ConfigDict:
     config.hotpotqa = ConfigDict({"path": HOTPOT_SAMPLE, "max_examples": 0})
     # The retriever of configs/memsearcher_cpu.py: the sample's pooled paragraphs, embedded by
     # MiniLM, searched in-process, 3 passages per search (corpus and index shared with it).
-    search = paper_config(model_source="packaged:smollm2")
+    search = memsearcher_config(model_source="packaged:smollm2")
     config.retriever = search.retriever
     config.retriever.kind = "in_process"
     config.retriever.encoder = ConfigDict({"source": "packaged:minilm", "layout": ""})

@@ -71,14 +71,15 @@ def _load(path: str):
 def _target(args, config) -> tuple[hw_lib.Hardware, dict, list[str]]:
     """The hardware and mesh to run on, and the overrides that say so to the config."""
     hardware = hw_lib.from_config(config.hardware)
-    mesh = dict(config.mesh)
+    configured = planning.job_fields(config).mesh  # where the job's schema keeps it
+    mesh = dict(configured)
     overrides = []
     if args.platform == "tpu":
         if not args.tpu:
             raise SystemExit("xm_launch: --platform=tpu needs --tpu=SLICE (e.g. v5p-16)")
         hardware = hw_lib.parse_tpu_slice(args.tpu)
         # Keep the recipe's tensor parallelism; the rest of the slice becomes fsdp.
-        mesh = {"data": 1, "fsdp": -1, "tensor": int(config.mesh.tensor)}
+        mesh = {"data": 1, "fsdp": -1, "tensor": int(configured["tensor"])}
     elif args.num_devices:
         hardware = hw_lib.Hardware(hardware.accelerator, args.num_devices)
         mesh = {**mesh, "fsdp": -1}
@@ -89,8 +90,9 @@ def _target(args, config) -> tuple[hw_lib.Hardware, dict, list[str]]:
             f"--config.hardware.accelerator={hardware.accelerator.name}",
             f"--config.hardware.num_devices={hardware.num_devices}",
         ]
-    if mesh != dict(config.mesh):
-        overrides += [f"--config.mesh.{a}={mesh[a]}" for a in planning.MESH_AXES]
+    if mesh != configured:
+        w = planning.workload_from_config(config)
+        overrides += planning.mesh_override(w, mesh, hardware.num_devices).split()
     if hardware.accelerator.kind != args.platform:
         raise SystemExit(
             f"xm_launch: the config names {hardware.describe()}, not a {args.platform} target; "

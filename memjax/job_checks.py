@@ -80,43 +80,15 @@ def _memory_r1_sections(config) -> None:
     builder(config)
 
 
-def _paper_recipe_fields(config) -> None:
-    """A paper-recipe file (configs/grpo_qwen7b.py ...) in its own terms, before translation."""
-    if "construction" in config:
-        return
-    at_least(
-        config,
-        1,
-        (
-            "train.batch_size",
-            "train.mini_batch_size",
-            "train.ppo_epochs",
-            "train.micro_batch_per_device",
-            "rollout.group_size",
-            "rollout.max_prompt_length",
-            "rollout.max_response_length",
-            "agent.memories_per_speaker",
-            "agent.manager_top_k",
-            "agent.snapshot_window",
-        ),
-    )
-
-
 def _memory_r1_train(config) -> None:
-    from memjax.agents.memory_r1.recipe import from_paper_recipe
     from memjax.rl.run_config import RLRunConfig
 
-    _paper_recipe_fields(config)
-    config = from_paper_recipe(config)
     _memory_r1_sections(config)
     RLRunConfig.from_section(config.rl, "config.rl")
 
 
 def _memory_r1_eval(config) -> None:
-    from memjax.agents.memory_r1.recipe import from_paper_recipe
-
-    _paper_recipe_fields(config)
-    _memory_r1_sections(from_paper_recipe(config))
+    _memory_r1_sections(config)
 
 
 def _memory_r1_demo(config) -> None:
@@ -162,9 +134,18 @@ def _memsearcher(config) -> None:
 
 def _memsearcher_train(config) -> None:
     from memjax.agents.memsearcher.train_job import trainer_config
+    from memjax.models.lora_config import lora_from_section
+    from memjax.rl.losses import PolicyLossConfig
     from memjax.rl.run_config import RLRunConfig
+    from memjax.training.sections import read_section
+    from memjax.training.states import optimizer_from
 
     _memsearcher(config)
+    # The sections the trainer takes over whole, named where the user sets them (the
+    # translated section below would name them under config.train).
+    optimizer_from(config.optimizer, "config.optimizer", 1)
+    read_section(PolicyLossConfig, config.loss, "config.loss")
+    lora_from_section(config.get("lora"), "config")
     RLRunConfig.from_section(trainer_config(config, int(config.train.batch_size)), "config.train")
 
 

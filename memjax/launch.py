@@ -7,6 +7,10 @@ The config file's `get_config()` returns an `ml_collections.ConfigDict` whose `j
 job in `memjax.jobs.JOBS`. Every field can be overridden with `--config.a.b=value`; the config is
 locked, so a misspelt field is an error rather than a silent new field.
 
+`--dry_run` stops after the checks: it checks the inputs, plans memory and time on the config's
+hardware, prints one summary and exits (2 when an input is missing or the plan does not fit;
+`memjax.dry_run`).
+
 Under a multi-process launcher (Slurm, a TPU pod, launch/*.sh) the launcher first starts JAX's
 distributed runtime (`memjax.distributed`); on one host it starts nothing.
 
@@ -35,6 +39,12 @@ _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Path to a config file (configs/NAME.py).", lock_config=True
 )
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for checkpoints, logs and reports.")
+_DRY_RUN = flags.DEFINE_bool(
+    "dry_run",
+    False,
+    "Resolve and validate the config, check its inputs, plan its memory and time on the "
+    "hardware it names, print one summary and exit (2 if it cannot start); loads nothing.",
+)
 _DEBUG = flags.DEFINE_bool(
     "debug",
     False,
@@ -77,6 +87,11 @@ def _launch(argv) -> None:
     job_name = config.get("job")
     job = jobs.resolve(job_name)  # UnknownJobError is a UserError
     job_checks.check_job_config(job_name, config)  # bad values fail before anything loads
+    if _DRY_RUN.value:
+        from memjax import dry_run
+
+        config_file = config_flags.get_config_filename(flags.FLAGS["config"])
+        sys.exit(dry_run.run(config, config_file, _WORKDIR.value))
     job_checks.check_inputs(job_name, config, _WORKDIR.value)  # files, index, URL, workdir
     plan = distributed.maybe_initialize(config)  # DistributedConfigError is a UserError
     if plan is not None:

@@ -8,7 +8,8 @@ with the mesh's axis sizes, exactly as the train step and sampler place them):
 
   persistent   policy weights in the train state (param_dtype, f32 master), AdamW's two moments
                (same dtype and sharding), the reference model (the trainer's copy of the
-               initial weights: param dtype, train layout) when the KL term is on, the PPO critic's weights and moments, and the sampler's copy
+               initial weights, train layout: matrices in compute dtype, as the forward reads
+               them) when the KL term is on, the PPO critic's weights and moments, and the sampler's copy
                of the weights (compute dtype, sampling layout: not fsdp-sharded, so decode needs
                no per-step all-gathers)
   rollout      the sampler's KV cache for `rollout.decode_batch` rows of prompt + response
@@ -20,9 +21,9 @@ with the mesh's axis sizes, exactly as the train step and sampler place them):
                decode step's (two layers' weights, which the layer scan double-buffers, and
                `DECODE_LOGIT_COPIES` of the logits)
   train        gradient accumulators (param dtype) of the actor or the critic, whichever is
-               larger, and the activations of one micro-batch of `train.micro_batch_per_device`
-               rows of prompt + response tokens under the remat policy (b = that times the
-               tensor axis: the rows of a micro-batch are split over data x fsdp only):
+               larger, and the activations of one micro-batch under the remat policy: b rows of
+               prompt + response tokens on each data x fsdp shard (`micro_batches_for`; the
+               tensor axis splits a row's heads and features, not the rows):
                  saved   per layer: the residual input [b, T, D] (remat full); plus every
                          matmul output (remat dots); everything (remat none), where
                          attention keeps a few f32 statistics per query [b, N/t, T] and no
@@ -87,6 +88,7 @@ from memjax import hardware as hw_lib
 from memjax.models import presets
 from memjax.models.config import DecoderConfig
 from memjax.models.decoder import decoder_abstract, query_block_size
+from memjax.models.frozen import frozen_bytes
 from memjax.models.kv_cache import cache_abstract, cache_bytes
 from memjax.models.lora import lora_abstract
 from memjax.models.lora_config import lora_config_from
@@ -160,6 +162,16 @@ def resolve_mesh(mesh: Mapping[str, int], num_devices: int) -> dict[str, int]:
     return sizes
 
 
+def micro_batches_for(
+    rows: int, micro_batch_per_device: int, mesh: Mapping[str, int], num_devices: int
+) -> int:
+    """Micro-batches over which `rows` rows run with `micro_batch_per_device` rows on each
+    batch shard: a micro-batch has micro_batch_per_device x data x fsdp rows (the tensor axis
+    splits a row's heads and features, not the rows), so every device holds that many rows."""
+    m = resolve_mesh(mesh, num_devices)
+    return max(1, -(-int(rows) // (int(micro_batch_per_device) * m["data"] * m["fsdp"])))
+
+
 def shard_factor(shape, logical_axes, rules, mesh_sizes: Mapping[str, int]) -> int:
     """Into how many pieces the rules cut an array on a mesh of these sizes (no devices needed:
     `logical_to_spec` only reads the mesh's axis sizes)."""
@@ -185,7 +197,21 @@ def tree_bytes_per_device(abstract, rules, mesh_sizes, dtype=None) -> int:
     return sum(leaf_bytes_per_device(abstract, rules, mesh_sizes, dtype))
 
 
+def reference_bytes_per_device(abstract, rules, mesh_sizes, compute_dtype) -> int:
+    """The frozen KL reference as the trainer holds it (`memjax.models.frozen.frozen_copy`:
+    every leaf but the norm scales in the compute dtype)."""
+    return frozen_bytes(abstract, leaf_bytes_per_device(abstract, rules, mesh_sizes), compute_dtype)
+
+
 # ------------------------------------------------------------------------------ the plan
+
+
+DEFAULT_PATHS = {
+    "mesh": "mesh",
+    "micro_batch": "train.micro_batch_per_device",
+    "decode_batch": "rollout.decode_batch",
+    "optimizer": "optimizer",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,6 +234,9 @@ class Workload:
     group_size: int = 1  # rollouts per prompt: a prefill covers decode_batch / group prompts
     prefill_chunk: int = 0  # the sampler's prefill columns per call (0: the prompt in one piece)
     donate_state: bool | None = None  # the train steps'; None: the platform's (donates_state)
+    # Where the config keeps the mesh, micro-batch and decode batch (`JobFields.paths`).
+    paths: Mapping = dataclasses.field(default_factory=lambda: dict(DEFAULT_PATHS), compare=False)
+    mini_batch_rows: int = 0  # rows per update (0: unknown)
 
     @property
     def donates(self) -> bool:
@@ -273,9 +302,9 @@ class MemoryPlan:
 
 def _activation_parts(w: Workload) -> dict[str, int]:
     cfg, T = w.cfg, w.seq_len
-    # A micro-batch has micro_batch_per_device x devices rows (as the recipes size it), split
-    # over data x fsdp only: each batch shard holds micro_batch_per_device x tensor rows.
-    b = w.micro_batch_per_device * w.mesh["tensor"]
+    # A micro-batch has micro_batch_per_device rows on each data x fsdp shard
+    # (`micro_batches_for`); the tensor axis splits their heads and features, not the rows.
+    b = w.micro_batch_per_device
     L, D, N, K, H, F, V = (
         cfg.num_layers,
         cfg.embed_dim,
@@ -444,7 +473,7 @@ def plan(w: Workload) -> MemoryPlan:
     parts["optimizer (AdamW m, v)"] = 2 * trained
     critic = 0
     if w.reference and cfg.lora is None:  # LoRA's reference is the base, adapters off
-        parts["reference model"] = tree_bytes_per_device(abstract, tr, w.mesh)
+        parts["reference model"] = reference_bytes_per_device(abstract, tr, w.mesh, cfg.dtype)
     if w.critic:
         if cfg.lora is None:
             critic = tree_bytes_per_device(critic_abstract(cfg), tr, w.mesh, param_dtype)
@@ -488,6 +517,9 @@ def decoder_config_from(config) -> DecoderConfig:
     model = _section(config, "model")
     if model is None or "preset" not in model:
         raise PlanError("config.model.preset is missing (a name from memjax.models.presets)")
+    # Memory-R1 keeps its trainer's sections (lora among them) under `rl`.
+    trainer = config.rl if "rl" in config else config
+    lora_path = "rl.lora" if "rl" in config else "lora"
     try:
         return presets.decoder_config(
             model.preset,
@@ -495,40 +527,148 @@ def decoder_config_from(config) -> DecoderConfig:
             compute_dtype=str(_section(model, "compute_dtype", "bfloat16")),
             remat=str(_section(model, "remat", "full")),
             attention=str(_section(model, "attention", "")),
-            lora=lora_config_from(_section(config, "lora")),
+            lora=lora_config_from(_section(trainer, "lora")),
         )
     except presets.UnknownPresetError as e:
         raise PlanError(f"config.model.preset: {e}") from None
     except ValueError as e:  # a bad lora section
-        raise PlanError(f"config.lora: {e}") from None
+        raise PlanError(f"config.{lora_path}: {e}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class JobFields:
+    """What the planner and the dry run read of a job's config, wherever its schema keeps it,
+    with the dotted path of each field a user sets (for the changes `suggest` names)."""
+
+    algorithm: str  # "grpo", "ppo", "multi_context_grpo"
+    prompt_len: int
+    response_len: int
+    group_size: int
+    prompts_per_step: int  # questions per step
+    mini_batch_rows: int  # rows per update (MemSearcher: of first contexts)
+    micro_batch_per_device: int
+    decode_batch: int
+    num_steps: int  # 0: not fixed by the config (an epoch over the data)
+    epochs: int  # passes over a step's rows
+    mesh: dict
+    kl_coef: float
+    learning_rate: float
+    vocab_chunk: int
+    prefill_chunk: int
+    temperature: float
+    sections: dict  # "loss", "optimizer", "critic_optimizer": the trainer's sections
+    paths: dict  # "mesh", "micro_batch", "decode_batch", "optimizer": where the user sets them
+
+
+def job_fields(config) -> JobFields:
+    """The RL job's sizes from a Memory-R1 config (its trainer section `rl`) or a MemSearcher
+    one (`train`, `rollout`, `mesh`)."""
+    if "rl" in config:
+        return _memory_r1_fields(config)
+    return _memsearcher_fields(config)
+
+
+def _memory_r1_fields(config) -> JobFields:
+    rl = config.rl
+    hardware = hw_lib.from_config(_section(config, "hardware"))
+    mesh = resolve_mesh(dict(_section(rl, "mesh") or {}), hardware.num_devices)
+    response = int(rl.sampling.max_new_tokens)
+    group, prompts = int(rl.group_size), int(rl.prompts_per_step)
+    rows = prompts * group // max(1, int(_section(rl, "mini_batches", 1)))
+    per_device = -(-rows // (int(rl.micro_batches) * mesh["data"] * mesh["fsdp"]))
+    return JobFields(
+        algorithm=str(rl.algo),
+        prompt_len=int(rl.seq_len) - response,
+        response_len=response,
+        group_size=group,
+        prompts_per_step=prompts,
+        mini_batch_rows=rows,
+        micro_batch_per_device=per_device,
+        # Without rl.decode_batch the sampler decodes a step's rows at once.
+        decode_batch=int(_section(rl, "decode_batch", 0) or prompts * group),
+        num_steps=int(rl.num_steps),
+        epochs=int(_section(rl, "epochs", 1)),
+        mesh=mesh,
+        kl_coef=float(rl.loss.kl_coef),
+        learning_rate=float(rl.optimizer.learning_rate),
+        vocab_chunk=int(_section(rl, "vocab_chunk", 4096)),
+        prefill_chunk=int(_section(rl.sampling, "prefill_chunk", None) or 0),
+        temperature=float(_section(rl.sampling, "temperature", 1.0)),
+        sections={
+            name: dict(_section(rl, name) or {})
+            for name in ("loss", "optimizer", "critic_optimizer")
+        },
+        paths={
+            "mesh": "rl.mesh",
+            "micro_batch": "rl.micro_batches",
+            "decode_batch": "rl.decode_batch",
+            "optimizer": "rl.optimizer",
+        },
+    )
+
+
+def _memsearcher_fields(config) -> JobFields:
+    rollout, train = config.rollout, config.train
+    hardware = hw_lib.from_config(_section(config, "hardware"))
+    mesh = resolve_mesh(dict(_section(config, "mesh") or {}), hardware.num_devices)
+    group = int(_section(rollout, "group_size", 1))
+    mini = int(_section(train, "mini_batch_size", _section(train, "batch_size", 1)))
+    return JobFields(
+        algorithm=str(_section(train, "algorithm", "grpo")),
+        prompt_len=int(rollout.max_prompt_length),
+        response_len=int(rollout.max_response_length),
+        group_size=group,
+        prompts_per_step=int(_section(train, "batch_size", mini)),
+        mini_batch_rows=mini * group,
+        micro_batch_per_device=int(train.micro_batch_per_device),
+        decode_batch=int(rollout.decode_batch),
+        num_steps=int(_section(train, "num_steps", 0) or 0),
+        epochs=int(_section(train, "ppo_epochs", 1)),
+        mesh=mesh,
+        kl_coef=float(_section(_section(config, "loss", {}), "kl_coef", 0.0)),
+        learning_rate=float(_section(_section(config, "optimizer", {}), "learning_rate", 0.0)),
+        vocab_chunk=int(_section(train, "vocab_chunk", 4096)),
+        # Unset is the sampler's default off the CPU backend, which this plans for: one piece.
+        prefill_chunk=int(_section(rollout, "prefill_chunk", None) or 0),
+        temperature=float(_section(rollout, "temperature", 1.0)),
+        sections={
+            name: dict(_section(config, name) or {})
+            for name in ("loss", "optimizer", "critic_optimizer")
+        },
+        paths={
+            "mesh": "mesh",
+            "micro_batch": "train.micro_batch_per_device",
+            "decode_batch": "rollout.decode_batch",
+            "optimizer": "optimizer",
+        },
+    )
 
 
 def workload_from_config(config, **overrides) -> Workload:
-    """The Workload of a paper config (the sections of memjax.recipes.scale)."""
+    """The Workload of a paper config (model.preset, hardware, rules and the job's sizes)."""
     cfg = decoder_config_from(config)
     hardware = hw_lib.from_config(_section(config, "hardware"))
-    mesh = resolve_mesh(dict(_section(config, "mesh") or {}), hardware.num_devices)
+    f = job_fields(config)
     rules = _section(config, "rules") or {}
-    rollout, train, loss = config.rollout, config.train, _section(config, "loss", {})
-    algorithm = str(_section(train, "algorithm", "grpo"))
     kw = dict(
         cfg=cfg,
-        mesh=mesh,
+        mesh=f.mesh,
         train_rules=normalize_rules(dict(_section(rules, "train", TRAIN_RULES))),
         sampling_rules=normalize_rules(dict(_section(rules, "sampling", SAMPLING_RULES))),
         hardware=hardware,
-        seq_len=int(rollout.max_prompt_length) + int(rollout.max_response_length),
-        micro_batch_per_device=int(train.micro_batch_per_device),
-        decode_batch=int(rollout.decode_batch),
-        reference=float(_section(loss, "kl_coef", 0.0)) > 0,
-        critic=algorithm == "ppo",
-        vocab_chunk=int(_section(train, "vocab_chunk", 4096)),
+        seq_len=f.prompt_len + f.response_len,
+        micro_batch_per_device=f.micro_batch_per_device,
+        decode_batch=f.decode_batch,
+        reference=f.kl_coef > 0,
+        critic=f.algorithm == "ppo",
+        vocab_chunk=f.vocab_chunk,
         # The old / reference log-prob pass runs in chunks of this many rows (logprobs.py).
-        logprob_rows=LOGPROB_ROWS_PER_DEVICE * mesh["data"] * mesh["fsdp"],
-        prompt_len=bucket_length(int(rollout.max_prompt_length)),
-        group_size=int(_section(rollout, "group_size", 1)),
-        # Unset is the sampler's default off the CPU backend, which this plans for: one piece.
-        prefill_chunk=int(_section(rollout, "prefill_chunk", None) or 0),
+        logprob_rows=LOGPROB_ROWS_PER_DEVICE * f.mesh["data"] * f.mesh["fsdp"],
+        prompt_len=bucket_length(f.prompt_len),
+        group_size=f.group_size,
+        prefill_chunk=f.prefill_chunk,
+        paths=f.paths,
+        mini_batch_rows=f.mini_batch_rows,
     )
     kw.update(overrides)
     return Workload(**kw)
@@ -613,16 +753,16 @@ def validate(config) -> list[str]:
     shards = w.mesh["data"] * w.mesh["fsdp"]
     if w.decode_batch % shards:
         problems.append(
-            f"rollout.decode_batch={w.decode_batch} does not split over data x fsdp = {shards}"
+            f"{w.paths['decode_batch']}={w.decode_batch} does not split over data x fsdp = {shards}"
         )
     if w.micro_batch_per_device < 1:
-        problems.append(f"train.micro_batch_per_device={w.micro_batch_per_device} must be >= 1")
+        problems.append(f"{w.paths['micro_batch']}: fewer than one row per device")
     if w.seq_len > cfg.max_position_embeddings:
         problems.append(
             f"prompt + response = {w.seq_len} tokens exceeds the model's "
             f"max_position_embeddings={cfg.max_position_embeddings}"
         )
-    lr = float(_section(_section(config, "optimizer", {}), "learning_rate", 0.0))
+    lr = job_fields(config).learning_rate
     if cfg.param_dtype == "bfloat16" and cfg.lora is None and 0 < lr < 1e-4:
         problems.append(
             f"model.param_dtype=bfloat16 with learning_rate={lr:g}: updates round away in "
@@ -634,8 +774,27 @@ def validate(config) -> list[str]:
 # ------------------------------------------------------------------------------ what to change
 
 
+def _micro_override(w: Workload, per_device: int, mesh: Mapping, devices: int) -> str:
+    """The override that gives `per_device` rows per device on this mesh: the rows per device
+    itself, or (Memory-R1's `rl.micro_batches`) the number of micro-batches it makes."""
+    path = w.paths["micro_batch"]
+    if path.endswith("micro_batch_per_device"):
+        return f"--config.{path}={per_device}"
+    return f"--config.{path}={micro_batches_for(w.mini_batch_rows, per_device, mesh, devices)}"
+
+
+def mesh_override(w: Workload, mesh: Mapping, devices: int) -> str:
+    """The overrides that run the workload on `mesh` over `devices` with its rows per device:
+    the mesh's sizes, and Memory-R1's micro-batch count, which follows the mesh."""
+    sizes = " ".join(f"--config.{w.paths['mesh']}.{a}={s}" for a, s in mesh.items())
+    if w.paths["micro_batch"].endswith("micro_batch_per_device"):
+        return sizes
+    return f"{sizes} {_micro_override(w, w.micro_batch_per_device, mesh, devices)}"
+
+
 def _changes(w: Workload):
     """Candidate changes, mildest first: (description, override, new workload) or None."""
+    n = w.hardware.num_devices
     if w.cfg.remat != "full":
         yield (
             "remat=full",
@@ -646,7 +805,7 @@ def _changes(w: Workload):
         b = w.micro_batch_per_device // 2
         yield (
             f"micro_batch_per_device={b}",
-            f"--config.train.micro_batch_per_device={b}",
+            _micro_override(w, b, w.mesh, n),
             dataclasses.replace(w, micro_batch_per_device=b),
         )
     shards = w.mesh["data"] * w.mesh["fsdp"]
@@ -654,7 +813,7 @@ def _changes(w: Workload):
         d = w.decode_batch // 2
         yield (
             f"decode_batch={d}",
-            f"--config.rollout.decode_batch={d}",
+            f"--config.{w.paths['decode_batch']}={d}",
             dataclasses.replace(w, decode_batch=d),
         )
     # Move a factor 2 from data/fsdp to tensor: shards the sampler's weights, the KV cache's
@@ -663,19 +822,14 @@ def _changes(w: Workload):
     t2 = w.mesh["tensor"] * 2
     if donor and w.cfg.num_kv_heads % t2 == 0 and w.decode_batch % (shards // 2) == 0:
         mesh = {**w.mesh, donor: w.mesh[donor] // 2, "tensor": t2}
-        yield (
-            f"mesh {mesh}",
-            " ".join(f"--config.mesh.{a}={s}" for a, s in mesh.items()),
-            dataclasses.replace(w, mesh=mesh),
-        )
+        yield (f"mesh {mesh}", mesh_override(w, mesh, n), dataclasses.replace(w, mesh=mesh))
     # More devices, as more fsdp (whole hosts).
     hw = w.hardware
-    n = hw.num_devices * 2
     mesh = {**w.mesh, "fsdp": w.mesh["fsdp"] * 2}
     yield (
-        f"{n} x {hw.accelerator.name}, fsdp={mesh['fsdp']}",
-        f"--config.hardware.num_devices={n} --config.mesh.fsdp={mesh['fsdp']}",
-        dataclasses.replace(w, hardware=hw_lib.Hardware(hw.accelerator, n), mesh=mesh),
+        f"{2 * n} x {hw.accelerator.name}, fsdp={mesh['fsdp']}",
+        f"--config.hardware.num_devices={2 * n} {mesh_override(w, mesh, 2 * n)}",
+        dataclasses.replace(w, hardware=hw_lib.Hardware(hw.accelerator, 2 * n), mesh=mesh),
     )
 
 
@@ -695,12 +849,43 @@ def suggest(w: Workload, max_changes: int = 8) -> tuple[list[tuple[str, str]], M
     return steps, current
 
 
+def best_plan_on(w: Workload, hardware: hw_lib.Hardware) -> MemoryPlan:
+    """The lowest peak of the workload on `hardware` over meshes {data 1, fsdp, tensor t}, t a
+    power of two dividing the devices and the KV heads (the micro-batch per device kept)."""
+    n, plans = hardware.num_devices, []
+    for t in (1, 2, 4, 8):
+        if n % t or w.cfg.num_kv_heads % t:
+            continue
+        mesh = {"data": 1, "fsdp": n // t, "tensor": t}
+        rows = LOGPROB_ROWS_PER_DEVICE * (n // t)
+        plans.append(plan(dataclasses.replace(w, hardware=hardware, mesh=mesh, logprob_rows=rows)))
+    return min(plans, key=lambda p: p.peak)
+
+
+def paper_hardware_plan(config) -> MemoryPlan | None:
+    """Where a config needs more devices than its paper trained on
+    (`hardware.paper_num_devices`): its best plan on the paper's count; else None."""
+    section = _section(config, "hardware") or {}
+    paper = int(_section(section, "paper_num_devices", 0) or 0)
+    w = workload_from_config(config)
+    if not paper or paper == w.hardware.num_devices:
+        return None
+    return best_plan_on(w, hw_lib.Hardware(w.hardware.accelerator, paper))
+
+
 __all__ = [
+    "best_plan_on",
+    "paper_hardware_plan",
     "ATTN_BYTES_PER_SCORE",
     "VOCAB_TABLE_COPIES",
     "buffers_apart",
     "undonated_step_bytes",
     "Workload",
+    "JobFields",
+    "job_fields",
+    "micro_batches_for",
+    "mesh_override",
+    "reference_bytes_per_device",
     "MemoryPlan",
     "PlanError",
     "resolve_mesh",

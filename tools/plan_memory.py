@@ -14,7 +14,9 @@ the changes that make it fit as command-line overrides. `--lora_rank` plans the 
 LoRA adapters (as `--config.lora.rank` would run it; `--param_dtype=bfloat16` holds the frozen
 base in bf16), `--min_devices` the fewest devices of the config's accelerator on which it fits (fsdp
 over them, with the config's tensor axis where it divides the count). Exit status: 0 fits, 1 does not fit, 2 the config
-is invalid. `--all` prints one Markdown table row per config.
+is invalid. `--all` prints one Markdown table row per config (exit 1 if any does not fit the
+hardware it names), and for a config sized for more devices than its paper trained on
+(`hardware.paper_num_devices`) its best plan on the paper's count.
 """
 
 from __future__ import annotations
@@ -114,12 +116,14 @@ def _gib(b: int) -> str:
 
 HEADER = (
     "| config | hardware | mesh (d,f,t) | weights+AdamW | ref | critic | sampler w | KV cache "
-    "| grads+activ | peak | usable | fits | to fit |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    "| grads+activ | peak | usable | fits | to fit | on the paper's hardware |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
-def summary_row(name: str, plan: planning.MemoryPlan) -> str:
+def summary_row(
+    name: str, plan: planning.MemoryPlan, paper: planning.MemoryPlan | None = None
+) -> str:
     p, w = plan.parts, plan.workload
     train_parts = plan.train
     changes = ""
@@ -131,12 +135,21 @@ def summary_row(name: str, plan: planning.MemoryPlan) -> str:
             else "none found"
         )
     mesh = f"{w.mesh['data']},{w.mesh['fsdp']},{w.mesh['tensor']}"
+    on_paper = "the same"
+    if paper is not None:
+        pw = paper.workload
+        on_paper = (
+            f"{pw.hardware.describe()}: {_gib(paper.peak)} at best "
+            f"(mesh {pw.mesh['data']},{pw.mesh['fsdp']},{pw.mesh['tensor']}): "
+            + ("fits" if paper.fits else "does not fit")
+        )
     return (
         f"| {name} | {w.hardware.describe()} | {mesh} "
         f"| {_gib(p['policy weights'] + p.get('LoRA adapters', 0) + p['optimizer (AdamW m, v)'])} "
         f"| {_gib(p.get('reference model', 0))} | {_gib(p.get('critic weights + AdamW', 0))} "
         f"| {_gib(p['sampler weights'])} | {_gib(p['KV cache'])} | {_gib(train_parts)} "
-        f"| {_gib(plan.peak)} | {_gib(plan.usable)} | {'yes' if plan.fits else 'NO'} | {changes} |"
+        f"| {_gib(plan.peak)} | {_gib(plan.usable)} | {'yes' if plan.fits else 'NO'} | {changes} "
+        f"| {on_paper} |"
     )
 
 
@@ -172,9 +185,13 @@ def main(argv=None) -> int:
 
     if args.all:
         print(HEADER)
+        fits = True
         for path in scale_configs(Path(args.configs)):
-            print(summary_row(path.stem, planning.plan_memory(_load(str(path)))))
-        return 0
+            config = _load(str(path))
+            plan = planning.plan_memory(config)
+            fits &= plan.fits
+            print(summary_row(path.stem, plan, planning.paper_hardware_plan(config)))
+        return 0 if fits else 1
     if not args.config:
         p.error("give a config file or --all")
     config = _load(args.config)
@@ -193,7 +210,7 @@ def main(argv=None) -> int:
     plan = planning.plan(workload)
     lora = workload.cfg.lora
     print(
-        f"{args.config}: {config.model.preset}, {config.train.get('algorithm', 'grpo')}"
+        f"{args.config}: {config.model.preset}, {planning.job_fields(config).algorithm}"
         + (f", LoRA rank {lora.rank} on {','.join(lora.targets)}" if lora else "")
         + f", base {workload.cfg.param_dtype}"
     )

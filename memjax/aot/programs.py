@@ -68,30 +68,28 @@ class JobShape:
 
     @property
     def num_micro_batches(self) -> int:
-        """As the Memory-R1 adapter sizes them: rows / (micro_batch_per_device x devices)."""
-        devices = self.workload.hardware.num_devices
-        per_step = self.workload.micro_batch_per_device * devices
-        return max(1, self.rows // per_step)
+        """As the jobs size them (`planning.micro_batches_for`)."""
+        w = self.workload
+        return planning.micro_batches_for(
+            self.rows, w.micro_batch_per_device, w.mesh, w.hardware.num_devices
+        )
 
     @classmethod
     def from_config(cls, config, **overrides) -> JobShape:
         w = planning.workload_from_config(config, **overrides)
-        train, rollout = config.train, config.rollout
-        group = int(rollout.get("group_size", 1))
-        mini = int(train.get("mini_batch_size", train.get("batch_size", 1)))
-        algorithm = "ppo" if str(train.get("algorithm", "grpo")) == "ppo" else "grpo"
+        f = planning.job_fields(config)
         return cls(
             workload=w,
-            algorithm=algorithm,
-            rows=mini * group,
-            step_rows=int(train.get("batch_size", mini)) * group,
-            group_size=group,
-            prompt_len=int(rollout.max_prompt_length),
-            response_len=int(rollout.max_response_length),
-            temperature=float(rollout.get("temperature", 1.0)),
-            loss_section=dict(config.get("loss", {})),
-            optimizer_section=dict(config.get("optimizer", {})),
-            critic_optimizer_section=dict(config.get("critic_optimizer", {})),
+            algorithm="ppo" if f.algorithm == "ppo" else "grpo",
+            rows=f.mini_batch_rows,
+            step_rows=f.prompts_per_step * f.group_size,
+            group_size=f.group_size,
+            prompt_len=f.prompt_len,
+            response_len=f.response_len,
+            temperature=f.temperature,
+            loss_section=f.sections["loss"],
+            optimizer_section=f.sections["optimizer"],
+            critic_optimizer_section=f.sections["critic_optimizer"],
         )
 
 

@@ -1,25 +1,25 @@
-"""Memory-R1's training settings (the paper's Appendix D) as an ml_collections ConfigDict.
+"""Memory-R1's settings, stated once: one schema for every Memory-R1 job, on CPU or at scale.
 
-    config = paper_config("grpo", "qwen2.5-7b-instruct", accelerator="H100-80GB",
-                          num_devices=4, mesh={"data": 1, "fsdp": 2, "tensor": 2},
-                          micro_batch_per_device=2, decode_batch=128)
+    config = memory_r1_config("/models/Qwen2.5-7B-Instruct", algo="grpo")     # any size
+    config = paper_config("grpo", "qwen2.5-7b-instruct", num_devices=4,      # + the scale
+                          mesh={"data": 1, "fsdp": 4, "tensor": 1})          # sections
 
-From the paper (App. D): actor lr 1e-6, critic lr 1e-5 (PPO), constant schedule, total batch
-128, micro-batch 2 per GPU, prompt 4096 + response 2048 tokens, temperature 1.0 in training and
-greedy at validation and test, 4 x H100-80GB (8 for Qwen2.5-14B), trained with verl; reward =
-exact match; retrieval of 60 memories (30 per speaker).
+Paper facts (the paper's App. D): actor lr 1e-6, critic lr 1e-5, both
+constant with no warmup (verl's `warmup_style: constant`, `lr_warmup_steps_ratio: 0`), total
+batch 128, micro-batch 2 per GPU on 4 x H100-80GB (8 for Qwen2.5-14B), prompt 4096 and response
+2048 tokens, temperature 1.0 in training and greedy decoding at test, EM reward, 60 retrieved
+memories (30 per speaker), snapshots by a teacher (GPT-4o-mini in the paper) over the preceding
+24 turns (App. B.2's text; its Alg. 1 says 50). Not in the paper, and memjax's choice: GRPO
+group size 8 (verl's `rollout.n` defaults to 1), KL coefficient 0.001 with the k3 estimator for
+GRPO (PPO's objective has no KL term, so no reference model), clip 0.2 with dual clip 3.0,
+token-mean aggregation, one epoch, one update per step, weight decay 0.01, gradient clip 1.0,
+GAE gamma = lambda = 1, value clip 0.5, top-10 related memories for the manager, one preceding
+turn of context for fact extraction, and the number of training steps (`TRAINING_STEPS`).
 
-Not stated by the paper, so memjax's choices (named here as memjax's, not as verl's
-defaults): GRPO group size 8 (verl's `rollout.n` defaults to 1), KL coefficient 0.001 with the
-k3 ("low_var_kl") estimator for GRPO (PPO's eq. 2 has no KL term, so no reference model), clip
-0.2 with dual clip 3.0, token-mean aggregation, one PPO epoch, weight decay 0.01, gradient clip
-1.0, GAE gamma = lambda = 1.0, value clip 0.5, a mini-batch equal to the batch (one update per
-step; verl's defaults are a 256-prompt mini-batch of a 1024-prompt batch), and 30 training steps
-(`train.num_steps`: verl's 30 epochs over conv-26's 152 questions, one 128-question step each).
-Both learning rates are constant with no warmup (App. D; verl's `warmup_style: constant`).
-
-The job trains the answer agent; `--config.job=memory_r1.train_manager` trains the memory
-manager with the same settings (the paper trains the two separately, same hyperparameters).
+`model` is the base policy; `manager`, `answer`, `teacher` and `judge` each use it unless their
+own `source` is set, and `trained` points an agent at weights a training job exported. `facts`,
+the fact extractor, uses the manager's model unless its own `source` or `trained` is set. The
+trainer's settings are `rl` (memjax.rl.run_config.RLRunConfig reads it as `config.rl`).
 """
 
 from __future__ import annotations
@@ -28,94 +28,201 @@ from collections.abc import Mapping
 
 from ml_collections import ConfigDict
 
-from memjax.agents.memory_r1.recipe import TRAINING_STEPS
-from memjax.recipes.rl_sections import lora_section, optimizer_section, policy_loss_section
-from memjax.recipes.scale import add_scale_sections
+from memjax.recipes.scale import add_scale_sections, micro_batches_for
+from memjax.recipes.sections import lora_section, optimizer_section, policy_loss_section
+from memjax.remote import openai_source
 
-ALGORITHMS = ("grpo", "ppo")
+PAPER_BATCH = 128  # questions per step (App. D "total batch 128")
+PAPER_MICRO_BATCH = 2  # rows per GPU per micro-step
+PAPER_ACCELERATOR = "H100-80GB"  # 4 of them (8 for Qwen2.5-14B)
+# The paper states no number of steps. verl, which it ran, trains `trainer.total_epochs: 30`
+# (ppo_trainer.yaml) over a dataloader that drops the last incomplete batch: conv-26's 152
+# training questions at 128 per step are one step per epoch, so 30 steps.
+VERL_TOTAL_EPOCHS = 30
+TRAINING_STEPS = VERL_TOTAL_EPOCHS * (152 // PAPER_BATCH)
+
+
+def _agent(source: str = "", trained: str = "") -> ConfigDict:
+    return ConfigDict({"source": source, "param_dtype": "", "trained": trained})
+
+
+def rl_config(algo: str, group_size: int, prompts_per_step: int, seq_len: int) -> ConfigDict:
+    """The trainer's section (memjax.rl.trainer.train reads these names)."""
+    if algo not in ("grpo", "ppo"):
+        raise ValueError(f"algo={algo!r}; choose grpo or ppo")
+    rl = ConfigDict()
+    rl.algo = algo
+    rl.seed = 0
+    rl.num_steps = TRAINING_STEPS
+    rl.prompts_per_step = prompts_per_step
+    rl.group_size = group_size
+    rl.epochs = 1
+    rl.mini_batches = 1
+    rl.micro_batches = 1
+    rl.shared_prompt = 0  # e.g. 256: a group's rows run their prompt once (memjax.rl.shared_prompt)
+    rl.seq_len = seq_len
+    rl.vocab_chunk = 4096
+    rl.old_logprobs = "trainer"
+    rl.sampling = ConfigDict(
+        {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "max_new_tokens": 2048, "greedy": False}
+    )
+    rl.loss = policy_loss_section(kl_coef=0.001 if algo == "grpo" else 0.0, entropy_coef=0.0)
+    rl.advantage = ConfigDict(
+        {"scaling": "group", "ddof": 1, "epsilon": 1e-6, "gamma": 1.0, "lam": 1.0, "whiten": True}
+    )
+    # Constant rates with no warmup for actor and critic, as the paper and verl (critic_warmup
+    # 0: the actor also updates from the first step).
+    rl.optimizer = optimizer_section(learning_rate=1e-6)
+    rl.critic_optimizer = optimizer_section(learning_rate=1e-5)
+    rl.lora = lora_section()  # rank 0: every weight trains, as the paper
+    rl.value_clip = 0.5
+    rl.eval_every = 10
+    rl.eval_before = False  # True: also the starting weights, as step 0
+    rl.checkpoint_every = 10
+    rl.keep_last = 2
+    rl.keep_best = 1
+    rl.export_from = "last"  # "best": export the step that scored best on validation
+    rl.plot_every = 5
+    rl.mesh = None
+    rl.stop_after = None
+    return rl
+
+
+def memory_r1_config(
+    model_source: str, algo: str = "grpo", locomo_path: str = "/data/locomo10.json"
+) -> ConfigDict:
+    config = ConfigDict()
+    config.job = "memory_r1.train_manager"
+    config.seed = 0
+    config.model = ConfigDict({"source": model_source, "param_dtype": "bfloat16", "remat": "full"})
+    config.manager = _agent()
+    # The fact extractor: the manager's model unless its own source or trained weights are set.
+    config.facts = _agent()
+    config.answer = _agent()
+    config.teacher = _agent()
+    config.teacher.name = "base"  # names the snapshot cache; GPT-4o-mini in the paper
+    config.judge = _agent()
+    config.judge.max_new_tokens = 128
+    config.embedder = ConfigDict({"source": "packaged:minilm", "layout": ""})
+    # How `openai:MODEL@URL` sources (any role above) are reached: key variable, retries, cache.
+    config.openai = openai_source.default_config()
+
+    config.data = ConfigDict()
+    config.data.path = locomo_path  # or "synthetic"
+    # Synthetic data: training conversations and held-out ones (validation, then test) come
+    # from different seeds, so no held-out conversation repeats a training one.
+    config.data.synthetic = ConfigDict(
+        {
+            "num_train": 4,
+            "num_validation": 1,
+            "num_test": 3,
+            "sessions_per_conversation": 4,
+            "train_seed": 0,
+            "held_out_seed": 1,
+        }
+    )
+    config.data.split = "test"  # build_banks / eval: train | validation | test | all
+    config.data.conversations = ""  # comma-separated ids; overrides the split
+    config.data.include_adversarial = False  # category 5 (the official protocol scores it)
+    config.data.max_questions = 0  # 0: all
+
+    config.construction = ConfigDict()
+    config.construction.related_k = 10
+    config.construction.fact_context_turns = 1
+    config.construction.fact_max_new_tokens = 256
+    config.construction.manager_max_new_tokens = 1024
+    config.construction.batch_size = 32
+    config.construction.max_prompt_tokens = 4096
+    # Who builds the banks: "policy" (the fact extractor and manager models); on synthetic
+    # data "oracle" (the ground truth's facts and operations: the answer agent alone);
+    # "raw_turns", "observations" (LoCoMo's annotations) or "empty" (bank_builders).
+    config.construction.builder = "policy"
+    # Extracted facts are kept here, keyed by the extractor ("": <banks_dir>/.facts); banks
+    # built by different managers over one extractor share them (fact_cache).
+    config.construction.facts_dir = ""
+    # A model-built construction is saved every this many batched manager calls and resumed
+    # from there when stopped (0: never; build_checkpoints).
+    config.construction.checkpoint_every = 10
+
+    config.answer_agent = ConfigDict()
+    config.answer_agent.k_per_speaker = 30  # 60 memories in all
+    config.answer_agent.distill = True
+    config.answer_agent.style = "paper"
+    config.answer_agent.metric = "em"  # the reward: em (the paper's), f1 or f1_short (rewards.py)
+    config.answer_agent.answer_prefix = ""  # the assistant turn's first words (CPU demo only)
+    config.answer_agent.max_new_tokens = 2048
+    config.answer_agent.batch_size = 32
+
+    config.snapshots = ConfigDict()
+    config.snapshots.window = 24  # App. B.2's text; Alg. 1 says 50
+    config.snapshots.cache_dir = ""  # default: <workdir>/snapshots
+
+    config.banks_dir = ""  # built banks to reuse (default: <workdir>/banks)
+
+    # Prompt template files with {{placeholders}} (memjax.text.prompt_templates); "" keeps
+    # memjax's own wording. Point one at the authors' exact text to reproduce their setup.
+    config.prompts = ConfigDict(
+        {
+            name: ""
+            for name in (
+                "fact_system",  # {{date}}
+                "fact_user",  # {{dialogue}}
+                "manager",  # {{current_memory}}, {{facts}}
+                "manager_memory",  # {{memories}}
+                "manager_empty_memory",  # no placeholders
+                "answer",  # {{speaker_a}} {{memories_a}} {{speaker_b}} {{memories_b}} {{question}}
+                "answer_no_distill",  # the same
+                "answer_short",  # the same
+                "judge",  # {{question}}, {{gold_answer}}, {{generated_answer}}
+            )
+        }
+    )
+
+    group = 8 if algo == "grpo" else 1
+    config.rl = rl_config(algo, group, PAPER_BATCH, seq_len=4096 + 2048)
+    return config
 
 
 def paper_config(
     algorithm: str,
     preset: str,
     *,
-    accelerator: str,
     num_devices: int,
     mesh: Mapping[str, int],
-    micro_batch_per_device: int = 2,
+    accelerator: str = PAPER_ACCELERATOR,
+    micro_batch_per_device: int = PAPER_MICRO_BATCH,
     decode_batch: int = 128,
     remat: str = "full",
-    model_source: str = "",
-    locomo: str = "/data/locomo10.json",
+    paper_num_devices: int = 0,
 ) -> ConfigDict:
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm={algorithm!r}; choose from {ALGORITHMS}")
-    config = ConfigDict()
+    """`memory_r1_config` at the paper's scale: the model's shape (`model.preset`), its
+    weights under /models/<the Hugging Face name>, and the hardware, mesh and rules sections of
+    `memjax.recipes.scale`. `rl.micro_batches` is what `micro_batch_per_device` rows on each
+    data x fsdp shard make of the step's rows. Trains the answer agent;
+    `--config.job=memory_r1.train_manager` trains the memory manager with the same settings
+    (the paper trains the two separately, same hyperparameters). `paper_num_devices`: the
+    paper's device count where this config needs more."""
+    if algorithm not in ("grpo", "ppo"):
+        raise ValueError(f"algorithm={algorithm!r}; choose grpo or ppo")
+    config = memory_r1_config(f"/models/{_hf_dir(preset)}", algorithm, "/data/locomo10.json")
     config.job = "memory_r1.train_answer"
-    config.seed = 0
-    config.model = ConfigDict({"source": model_source or f"/models/{_hf_dir(preset)}"})
-
-    config.data = ConfigDict()
-    config.data.locomo = locomo  # split by conversation: conv-26 train, conv-30 val, 8 test
-    config.data.include_adversarial = False  # category 5 excluded, as the paper
-    config.data.shuffle = True
-
-    config.agent = ConfigDict()
-    config.agent.memories_per_speaker = 30  # 60 retrieved memories per question
-    config.agent.manager_top_k = 10  # related memories shown to the manager (Mem0's s=10)
-    config.agent.snapshot_window = 24  # App. B.2's text (Algorithm 1 says 50)
-    config.agent.distillation = True
-    config.agent.reward = "em"
-
-    config.rollout = ConfigDict()
-    config.rollout.group_size = 8 if algorithm == "grpo" else 1
-    config.rollout.temperature = 1.0
-    config.rollout.top_p = 1.0
-    config.rollout.top_k = 0
-    config.rollout.max_prompt_length = 4096
-    config.rollout.max_response_length = 2048
-
-    config.eval_sampling = ConfigDict({"temperature": 0.0, "max_tokens": 2048})  # greedy
-
-    config.optimizer = optimizer_section(learning_rate=1e-6)
-    config.lora = lora_section()
-    config.loss = policy_loss_section(
-        kl_coef=0.001 if algorithm == "grpo" else 0.0, entropy_coef=0.0
-    )
-
-    config.train = ConfigDict()
-    config.train.algorithm = algorithm
-    config.train.batch_size = 128  # questions per step
-    config.train.mini_batch_size = 128
-    config.train.ppo_epochs = 1
-    config.train.advantage_eps = 1e-6
-    config.train.save_every_steps = 20
-    config.train.num_steps = TRAINING_STEPS  # see memjax.agents.memory_r1.recipe
-
-    if algorithm == "ppo":
-        # Field names of memjax.training.optimizer.OptimizerConfig, as the RL trainer reads them.
-        config.critic_optimizer = ConfigDict(
-            {
-                "learning_rate": 1e-5,
-                "schedule": "constant",
-                "warmup_steps": 0,
-                "weight_decay": 0.01,
-                "max_grad_norm": 1.0,
-            }
-        )
-        config.gae = ConfigDict({"gamma": 1.0, "lam": 1.0})
-        config.value_clip = 0.5
-
-    return add_scale_sections(
+    config.data.split = "train"
+    add_scale_sections(
         config,
         preset=preset,
         accelerator=accelerator,
         num_devices=num_devices,
-        mesh=mesh,
-        micro_batch_per_device=micro_batch_per_device,
-        decode_batch=decode_batch,
         remat=remat,
+        paper_num_devices=paper_num_devices,
     )
+    rl = config.rl
+    rl.mesh = ConfigDict({axis: int(mesh.get(axis, 1)) for axis in ("data", "fsdp", "tensor")})
+    rows = rl.prompts_per_step * rl.group_size // rl.mini_batches
+    rl.micro_batches = micro_batches_for(rows, micro_batch_per_device, dict(rl.mesh), num_devices)
+    rl.checkpoint_every = 20
+    # Rows the sampler decodes at once over the whole mesh (the memory plan's KV cache).
+    rl.decode_batch = int(decode_batch)
+    return config
 
 
 def _hf_dir(preset: str) -> str:
@@ -129,4 +236,10 @@ def _hf_dir(preset: str) -> str:
     return names.get(preset.lower(), preset)
 
 
-__all__ = ["ALGORITHMS", "paper_config"]
+__all__ = [
+    "PAPER_BATCH",
+    "TRAINING_STEPS",
+    "memory_r1_config",
+    "paper_config",
+    "rl_config",
+]

@@ -2,7 +2,7 @@
 
 from ml_collections import ConfigDict
 
-from memjax.recipes.rl_sections import lora_section, optimizer_section
+from memjax.recipes.sections import lora_section, optimizer_section
 
 
 def sft_section(learning_rate: float, batch_rows: int, max_seq_len: int) -> ConfigDict:

@@ -44,6 +44,7 @@ from memjax import distributed
 from memjax.errors import ConfigError, DataError
 from memjax.models.config import DecoderConfig
 from memjax.models.decoder import decoder_abstract
+from memjax.models.frozen import frozen_copy
 from memjax.models.lora import lora_abstract
 from memjax.parallel import SAMPLING_RULES, TRAIN_RULES
 from memjax.rl import advantages as adv_lib
@@ -200,7 +201,8 @@ class RLTask:
         rc, cfg, mesh = self.rc, self.cfg, self.mesh
         self.lora = None
         trainable, abstract, step_kwargs = params, decoder_abstract(cfg), {}
-        self.ref_params = jax.tree.map(jnp.copy, params) if rc.loss.kl_coef else None
+        # The KL reference in the dtypes the forward reads (same log-probs, half of f32).
+        self.ref_params = frozen_copy(params, cfg.dtype) if rc.loss.kl_coef else None
         if rc.lora is not None:
             self.lora = lora_lib.FrozenBase(params, cfg, source=self.base_source, mesh=mesh)
             trainable = lora_lib.init_policy_adapters(cfg, jax.random.key(rc.loop.seed))

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from ml_collections import ConfigDict
 
-from memjax.agents.memsearcher.recipe import paper_config
 from memjax.agents.memsearcher.train_job import train_memsearcher, trainer_config
 from memjax.agents.retrieval import ScriptedRetriever, passage
 from memjax.agents.sampler_adapter import EOS
 from memjax.agents.transcript import chat_format
+from memjax.recipes.memsearcher import memsearcher_config
 from memjax.rl.rollout import Completion
 from tests.agents.conftest import tiny_decoder
 from tests.agents.scripted import boxed, memory, tool_call
@@ -60,7 +60,7 @@ def plan_generate(tokenizer):
 
 
 def smoke_config():
-    config = paper_config(model_source="unused")
+    config = memsearcher_config(model_source="unused")
     config.mesh = ConfigDict({"data": 1, "fsdp": 1, "tensor": 1})
     config.rollout.group_size = len(PLANS)
     config.rollout.max_tokens_per_call = 32
@@ -77,7 +77,7 @@ def smoke_config():
 
 
 def test_trainer_config_carries_the_papers_settings():
-    c = trainer_config(paper_config(model_source="m"), num_train_examples=1000)
+    c = trainer_config(memsearcher_config(model_source="m"), num_train_examples=1000)
     assert c.algo == "grpo" and c.group_size == 5 and c.prompts_per_step == 256
     assert c.mini_batches == 2 and c.epochs == 1 and c.num_steps == 1000 // 256
     assert c.seq_len == 695 + 6024

@@ -8,13 +8,13 @@ import pytest
 
 from memjax.agents.memory_r1 import job_setup as mr1
 from memjax.agents.memory_r1.answer_env import AnswerEnvironment, AnswerExample, answer_messages
-from memjax.agents.memory_r1.recipe import memory_r1_config
 from memjax.agents.memsearcher import MemSearcherEpisode
 from memjax.agents.memsearcher.agent_factory import episode_factory
-from memjax.agents.memsearcher.recipe import settings_from_config
+from memjax.agents.memsearcher.settings import settings_from_config
 from memjax.agents.retrieval import ScriptedRetriever, passage
 from memjax.errors import ConfigError
 from memjax.eval.judge import JUDGE_TEMPLATE, render_judge_prompt
+from memjax.recipes.memory_r1 import memory_r1_config
 from memjax.text.prompt_templates import PromptTemplate, TemplateError, load_template
 from tests.agents.memory_r1 import helpers
 from tests.agents.scripted import boxed, feed, memory, tool_call, word_count

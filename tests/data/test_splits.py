@@ -8,12 +8,12 @@ import runpy
 import pytest
 
 from memjax.agents.memory_r1 import job_setup as mr1
-from memjax.agents.memory_r1.recipe import memory_r1_config
 from memjax.agents.memsearcher import job_setup as ms
 from memjax.data.corpus import build_corpus, hotpot_paragraphs, read_corpus
 from memjax.data.hotpotqa import load_hotpotqa
 from memjax.data.splits import held_out_ids
 from memjax.experiments.synthetic_split import SyntheticSplitConfig, synthetic_split
+from memjax.recipes.memory_r1 import memory_r1_config
 
 CPU_CONFIG = ms.REPO_ROOT / "configs" / "memsearcher_cpu.py"
 

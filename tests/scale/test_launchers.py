@@ -87,7 +87,7 @@ def test_tpu_pod(capsys):
     assert spec["mesh"] == {"data": 1, "fsdp": 8, "tensor": 2}
     assert "--config.hardware.accelerator=TPU-v5p" in spec["overrides"]
     assert "--config.hardware.num_devices=16" in spec["overrides"]
-    assert "--config.mesh.fsdp=-1" in spec["overrides"]
+    assert "--config.rl.mesh.fsdp=-1" in spec["overrides"]
     create, scp, ssh = spec["commands"]
     assert "tpu-vm create memjax-v5p" in create and "--accelerator-type=v5p-32" in create
     assert "--worker=all" in scp and "--worker=all" in ssh

@@ -37,7 +37,7 @@ def tiny_workload(**kw):
         sampling_rules=normalize_rules(SAMPLING_RULES),
         hardware=hardware.Hardware(hardware.accelerator("H100-80GB"), 4),
         seq_len=4,
-        micro_batch_per_device=1,
+        micro_batch_per_device=2,
         decode_batch=4,
         reference=True,
         critic=False,
@@ -55,12 +55,15 @@ def test_hand_calculation():
     policy = 256 + 256 + 32 + 64 + 64 + 128 + 64 + 64 + 128 + 3 * 256
     assert policy == 1824 and p.parts["policy weights"] == policy
     assert p.parts["optimizer (AdamW m, v)"] == 2 * policy
-    assert p.parts["reference model"] == policy  # the trainer's f32 copy, same layout
+    # The reference: the same layout, matrices in bf16 (as the forward reads them), the norm
+    # scales (final 32, attn 64, mlp 64) in f32.
+    norms = 32 + 64 + 64
+    assert p.parts["reference model"] == (policy - norms) // 2 + norms == 992
     # Sampling layout (embed replicated), bf16: embed 32*8*2/2 = 256, lm_head 256, final_norm
     # 16, norms 32 each, q 2*8*4*2*2/2 = 128, k, v 64 each, o 128, gate/up/down 256 each.
     sampler = 256 + 256 + 16 + 32 + 32 + 128 + 64 + 64 + 128 + 3 * 256
     assert p.parts["sampler weights"] == sampler == 1744
-    assert p.persistent == policy * 4 + sampler == 9040
+    assert p.persistent == policy * 3 + 992 + sampler == 8208
     # KV cache: 2 (k, v) * L2 * B4 * S4 * K2 * Hd2 * 2 bytes = 512, cut by batch over fsdp (2)
     # and kv heads over tensor (2); decode logits: 4 rows / 2 shards * V32 * 4 bytes.
     assert p.parts["KV cache"] == 512 // 4 == 128
@@ -73,8 +76,9 @@ def test_hand_calculation():
     # = 320, others 4*(3*8 + 2*2*2 + 1*2 + 2*8)*2 = 400, scores 1*2*4*4*6 = 192;
     # layer weights: 2 * (592 params / 2) * 2 bytes; logits 3*1*4*8*4/2 = 192 + gathered
     # unembedding tables (16*8*2 bytes each: two on a GPU, three on a TPU).
-    # A micro-batch holds micro_batch_per_device x tensor = 2 rows per batch shard: the
-    # activation terms above are for b=1, so twice them.
+    # A micro-batch holds micro_batch_per_device = 2 rows on each batch shard (the tensor
+    # axis splits their heads, not the rows): the activation terms above are for b=1, so
+    # twice them.
     assert p.parts["activations: saved"] == 2 * 128
     assert p.parts["activations: one layer"] == 2 * (320 + 400 + 192)  # scores: 6 bytes each
     assert p.parts["activations: layer weights"] == 2 * 296 * 2
@@ -85,7 +89,7 @@ def test_hand_calculation():
     assert p.parts["optimizer update"] == policy
     assert p.train == policy + 256 + 1824 + 1184 + 896 + policy == 7808
     assert p.logprobs == 0  # no log-prob pass in this workload
-    assert p.peak == 9040 + 7808 and p.fits
+    assert p.peak == 8208 + 7808 and p.fits
     # Donating on a TPU: new weights, m and v (f32, train layout) before the finite-gradient
     # select.
     tpu = hardware.Hardware(hardware.accelerator("TPU-v5p"), 4)
@@ -167,7 +171,7 @@ def test_a_chunked_prefill_is_planned_at_one_chunk_of_columns():
     )
     config = runpy.run_path(str(REPO / "configs" / "grpo_qwen7b.py"))["get_config"]()
     assert planning.workload_from_config(config).prefill_chunk == 0
-    config.rollout.prefill_chunk = 512
+    config.rl.sampling.prefill_chunk = 512
     assert planning.workload_from_config(config).prefill_chunk == 512
 
 
@@ -272,7 +276,7 @@ def test_lora_terms_by_hand():
 def test_lora_switch_in_a_paper_config_and_the_cli(capsys):
     config = runpy.run_path(str(REPO / "configs" / "grpo_qwen7b.py"))["get_config"]()
     full = planning.plan_memory(config)
-    config.lora.rank = 16
+    config.rl.lora.rank = 16
     assert planning.validate(config) == []
     with_lora = planning.plan_memory(config)
     assert with_lora.workload.cfg.lora.rank == 16
@@ -282,5 +286,5 @@ def test_lora_switch_in_a_paper_config_and_the_cli(capsys):
     assert tool["main"]([path, "--lora_rank=16", "--min_devices"]) == 0
     out = capsys.readouterr().out
     assert "LoRA adapters" in out and "fewest devices that fit: 2" in out
-    config.lora.targets = "q,qkv"
-    assert any("config.lora" in p for p in planning.validate(config))
+    config.rl.lora.targets = "q,qkv"
+    assert any("config.rl.lora" in p for p in planning.validate(config))

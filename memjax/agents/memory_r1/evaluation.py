@@ -32,7 +32,6 @@ from memjax.agents.memory_r1.bank_builders import (
 from memjax.agents.memory_r1.bank_ops import memory_tokens
 from memjax.agents.memory_r1.call_cache import CallCache
 from memjax.agents.memory_r1.models import load_agent_model
-from memjax.agents.memory_r1.recipe import from_paper_recipe
 from memjax.data.categories import ADVERSARIAL, TABLE1_ORDER
 from memjax.errors import ConfigError
 from memjax.eval.judge import JudgeTally, parse_judge_reply, render_judge_prompt
@@ -207,7 +206,6 @@ def method_name(config) -> str:
 def eval_job(config, workdir) -> None:
     if not workdir:
         raise ConfigError("--workdir: memory_r1.eval needs a directory (banks, reports)")
-    config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
     out = evaluate(config, workdir)
     print("Mem0 / Memory-R1 protocol:\n" + out["mem0"].to_markdown())
     print("Official LoCoMo protocol:\n" + out["official"].to_markdown())
@@ -218,7 +216,6 @@ def build_banks_job(config, workdir) -> None:
     """`memory_r1.build_banks`: the selected conversations' banks under banks_dir."""
     if not workdir:
         raise ConfigError("--workdir: memory_r1.build_banks needs a directory")
-    config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
     conversations = S.select_conversations(S.load_conversations(config.data), config.data)
     banks_dir = Path(config.banks_dir or Path(workdir) / "banks")
     stored = conversation_banks(config, conversations, banks_dir, S.load_embedder(config))

@@ -33,7 +33,6 @@ from memjax.agents.memory_r1.bank_builders import (
 )
 from memjax.agents.memory_r1.manager_env import ManagerEnvironment, ManagerSettings
 from memjax.agents.memory_r1.models import load_agent_model
-from memjax.agents.memory_r1.recipe import from_paper_recipe
 from memjax.agents.memory_r1.snapshots import build_manager_examples
 from memjax.errors import ConfigError, DataError
 
@@ -139,7 +138,6 @@ def _snapshot_teacher(config, conversations, events=None):
 def train_answer_job(config, workdir) -> None:
     if not workdir:
         raise ConfigError("--workdir: memory_r1.train_answer needs a directory")
-    config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
     workdir = Path(workdir)
     train_examples = answer_training_examples(config, workdir, "train")
     eval_examples = answer_training_examples(config, workdir, "validation")
@@ -151,7 +149,6 @@ def train_answer_job(config, workdir) -> None:
 def train_manager_job(config, workdir) -> None:
     if not workdir:
         raise ConfigError("--workdir: memory_r1.train_manager needs a directory")
-    config = from_paper_recipe(config)  # configs/grpo_qwen7b.py etc. use the recipe schema
     workdir = Path(workdir)
     embedder = S.load_embedder(config)
     train_examples = manager_training_examples(config, workdir, "train", embedder)

@@ -15,7 +15,7 @@ from ml_collections import ConfigDict
 from memjax.agents.episode import Episode
 from memjax.agents.memsearcher.episode import MemSearcherEpisode
 from memjax.agents.memsearcher.react import ReActEpisode, ReActSettings
-from memjax.agents.memsearcher.recipe import prompt_templates, settings_from_config
+from memjax.agents.memsearcher.settings import prompt_templates, settings_from_config
 from memjax.agents.rag import RagSettings, make_rag_episodes
 from memjax.agents.retrieval import Retriever
 from memjax.agents.search_r1 import SearchR1Episode, search_r1_settings

@@ -86,18 +86,19 @@ def trainer_config(config: ConfigDict, num_train_examples: int) -> ConfigDict:
 
 
 def micro_batches(config: ConfigDict, mini_batch_rows: int) -> int:
-    """Micro-batches per update. With scale sections, `train.micro_batch_per_device` rows per
-    data-parallel device (what tools/plan_memory.py plans for); else `train.micro_batches`."""
+    """Micro-batches per update. With scale sections, `train.micro_batch_per_device` rows on
+    each data x fsdp shard (what tools/plan_memory.py plans for); else `train.micro_batches`."""
     train = config.train
     if "micro_batch_per_device" not in train:
         return int(train.micro_batches)
-    from memjax.planning import resolve_mesh
+    from memjax.planning import micro_batches_for
 
-    devices = int(config.hardware.num_devices)
-    mesh = resolve_mesh(dict(config.mesh), devices)
-    data_parallel = mesh["data"] * mesh["fsdp"]  # the batch axis is sharded over both
-    per_micro = int(train.micro_batch_per_device) * data_parallel
-    return max(1, -(-mini_batch_rows // per_micro))
+    return micro_batches_for(
+        mini_batch_rows,
+        int(train.micro_batch_per_device),
+        dict(config.mesh),
+        int(config.hardware.num_devices),
+    )
 
 
 def _single_device(mesh: ConfigDict) -> bool:

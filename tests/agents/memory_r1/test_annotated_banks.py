@@ -8,10 +8,10 @@ from memjax.agents.memory_r1 import bank_builders
 from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.evaluation import method_name
 from memjax.agents.memory_r1.observations import observation_bank
-from memjax.agents.memory_r1.recipe import memory_r1_config
 from memjax.data.locomo import parse_locomo
 from memjax.errors import ConfigError, DataError
 from memjax.job_checks import check_job_config
+from memjax.recipes.memory_r1 import memory_r1_config
 from tests.agents.memory_r1 import helpers
 
 

@@ -11,8 +11,8 @@ from memjax.agents.memory_r1.bank_store import ensure_banks
 from memjax.agents.memory_r1.construction import ConstructionSettings
 from memjax.agents.memory_r1.fact_cache import FactCache
 from memjax.agents.memory_r1.policy import TimedPolicy
-from memjax.agents.memory_r1.recipe import memory_r1_config
 from memjax.experiments.synthetic import SyntheticConfig, generate_conversations
+from memjax.recipes.memory_r1 import memory_r1_config
 from tests.agents.memory_r1 import helpers
 
 

@@ -11,10 +11,10 @@ from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.bank_store import ensure_banks
 from memjax.agents.memory_r1.construction import ConstructionSettings
 from memjax.agents.memory_r1.policy import TimedPolicy
-from memjax.agents.memory_r1.recipe import memory_r1_config
 from memjax.agents.memory_r1.snapshots import build_manager_examples
 from memjax.data.locomo import load_locomo, parse_locomo
 from memjax.experiments.synthetic import SyntheticConfig, write_synthetic_locomo
+from memjax.recipes.memory_r1 import memory_r1_config
 from tests.agents.memory_r1 import helpers
 from tests.agents.memory_r1.test_reward_wiring import CONVERSATION, teacher_facts
 

@@ -10,7 +10,7 @@ from memjax.agents.memory_r1 import evaluation
 from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.call_cache import CallCache
 from memjax.agents.memory_r1.policy import TimedPolicy
-from memjax.agents.memory_r1.recipe import memory_r1_config
+from memjax.recipes.memory_r1 import memory_r1_config
 from tests.agents.memory_r1 import helpers
 from tests.agents.memory_r1.test_evaluation import _judge
 

@@ -7,7 +7,7 @@ import types
 from memjax.agents.memory_r1 import evaluation
 from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.policy import TimedPolicy
-from memjax.agents.memory_r1.recipe import memory_r1_config
+from memjax.recipes.memory_r1 import memory_r1_config
 from tests.agents.memory_r1 import helpers
 
 

@@ -95,9 +95,9 @@ def _changed(before, after):
 
 @pytest.mark.heavy
 def test_grpo_answer_agent_and_manager_on_tiny_model(tmp_path):
-    from memjax.agents.memory_r1.recipe import memory_r1_config
     from memjax.agents.memory_r1.snapshots import build_manager_examples
     from memjax.data.locomo import parse_locomo
+    from memjax.recipes.memory_r1 import memory_r1_config
 
     # Answer agent: synthetic conversations, raw-turn banks, the short prompt, F1 reward.
     config = memory_r1_config("unused", locomo_path="synthetic")

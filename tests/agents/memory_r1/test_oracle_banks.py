@@ -7,10 +7,10 @@ import pytest
 
 from memjax.agents.memory_r1 import bank_builders
 from memjax.agents.memory_r1 import job_setup as S
-from memjax.agents.memory_r1.recipe import memory_r1_config
 from memjax.errors import ConfigError
 from memjax.experiments.teachers.synthetic_truth import bank_errors, final_states
 from memjax.job_checks import check_job_config
+from memjax.recipes.memory_r1 import memory_r1_config
 from tests.agents.memory_r1 import helpers
 
 

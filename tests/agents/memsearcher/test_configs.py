@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from memjax.agents.memsearcher.recipe import settings_from_config
+from memjax.agents.memsearcher.settings import settings_from_config
 from memjax.checkpoints import packaged
 from memjax.rl.losses import PolicyLossConfig
 from memjax.training.optimizer import OptimizerConfig

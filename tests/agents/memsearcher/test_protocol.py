@@ -12,7 +12,7 @@ from memjax.agents.episode import ModelOutput, advance
 from memjax.agents.memsearcher import MemSearcherEpisode
 from memjax.agents.memsearcher.prompts import MEMORY_UPDATE_REQUEST
 from memjax.agents.memsearcher.protocol import IM_START, boxed_answer, first_memory, tool_calls
-from memjax.agents.memsearcher.recipe import settings_from_config
+from memjax.agents.memsearcher.settings import settings_from_config
 from memjax.agents.retrieval import ScriptedRetriever, passage
 from tests.agents.scripted import boxed, feed, memory, tool_call, word_count
 

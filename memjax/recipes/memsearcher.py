@@ -1,26 +1,34 @@
-"""MemSearcher's training and evaluation settings as an ml_collections ConfigDict.
+"""MemSearcher's training and evaluation settings, stated once: one schema for both jobs, on
+CPU or at scale.
 
-The numbers are those of the paper's released code (`train.sh`, `ppo_trainer.yaml`,
-`eval.sh`). Sections `optimizer` and `loss` carry the field names of
-`memjax.training.optimizer.OptimizerConfig` and `memjax.rl.losses.PolicyLossConfig`, so the trainer
-builds them with `OptimizerConfig(**config.optimizer)`.
+    config = memsearcher_config("/models/Qwen2.5-7B-Instruct")        # any size
+    config = paper_config("qwen2.5-7b-instruct", num_devices=8,        # + the scale sections
+                          mesh={"data": 1, "fsdp": 8, "tensor": 1})
+
+The numbers are those of the paper's code (`train.sh`, `ppo_trainer.yaml`, `eval.sh`): 3B and 7B trained on 8 x H100-80GB, 14B on 2 x 8. Sections
+`optimizer` and `loss` carry the field names of `memjax.training.optimizer.OptimizerConfig` and
+`memjax.rl.losses.PolicyLossConfig`, so the trainer builds them with
+`OptimizerConfig(**config.optimizer)`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ml_collections import ConfigDict
 
-from memjax.agents.memsearcher import prompts
-from memjax.agents.memsearcher.episode import (
-    EVAL_MAX_TURNS,
-    TRAIN_MAX_TURNS,
-    MemSearcherSettings,
-)
-from memjax.agents.search_r1.episode import INSTRUCTION_TEMPLATE
+from memjax.agents.memsearcher.episode import EVAL_MAX_TURNS, TRAIN_MAX_TURNS
 from memjax.agents.search_tool import SearchSettings
-from memjax.recipes.rl_sections import lora_section, optimizer_section, policy_loss_section
+from memjax.recipes.scale import add_scale_sections
+from memjax.recipes.sections import lora_section, optimizer_section, policy_loss_section
 from memjax.remote import openai_source
-from memjax.text.prompt_templates import PromptTemplate, templates_from_config
+
+PAPER_ACCELERATOR = "H100-80GB"
+HF_NAMES = {
+    "qwen2.5-3b-instruct": "Qwen2.5-3B-Instruct",
+    "qwen2.5-7b-instruct": "Qwen2.5-7B-Instruct",
+    "qwen2.5-14b-instruct": "Qwen2.5-14B-Instruct",
+}
 
 # FlashRAG_datasets splits MemSearcher evaluates on: test for four, dev for the multi-hop three.
 EVAL_SPLITS = {
@@ -34,7 +42,7 @@ EVAL_SPLITS = {
 }
 
 
-def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") -> ConfigDict:
+def memsearcher_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") -> ConfigDict:
     config = ConfigDict()
     config.job = "memsearcher.train"  # "memsearcher.eval" for evaluation
     config.seed = 0
@@ -156,26 +164,32 @@ def paper_config(model_source: str, data_root: str = "/data/FlashRAG_datasets") 
     return config
 
 
-PROMPT_DEFAULTS = {**prompts.TEMPLATES, INSTRUCTION_TEMPLATE.name: INSTRUCTION_TEMPLATE}
-
-
-def prompt_templates(config: ConfigDict) -> dict[str, PromptTemplate]:
-    """Every prompt's template: `config.prompts.<name>` (a file) or memjax's own; a bad file is
-    one error naming it and its placeholders."""
-    return templates_from_config(config.get("prompts"), PROMPT_DEFAULTS, "config.prompts")
-
-
-def settings_from_config(config: ConfigDict, evaluation: bool = False) -> MemSearcherSettings:
-    """The episode settings a config asks for (turn limit: training or evaluation)."""
-    agent, retriever = config.agent, config.retriever
-    templates = prompt_templates(config)
-    return MemSearcherSettings(
-        templates={k: v for k, v in templates.items() if k in prompts.TEMPLATES},
-        max_turns=agent.max_turns_eval if evaluation else agent.max_turns_train,
-        memory_cap_tokens=agent.memory_cap_tokens,
-        search=SearchSettings(
-            default_top_n=retriever.default_top_n,
-            max_top_n=retriever.max_top_n,
-            passage_separator=retriever.passage_separator,
-        ),
+def paper_config(
+    preset: str,
+    *,
+    num_devices: int,
+    mesh: Mapping[str, int],
+    accelerator: str = PAPER_ACCELERATOR,
+    micro_batch_per_device: int = 1,
+    decode_batch: int = 256,
+    remat: str = "full",
+) -> ConfigDict:
+    """`memsearcher_config` at the paper's scale: the model's shape (`model.preset`), its
+    weights under /models/<the Hugging Face name>, the hardware, mesh and rules sections. The
+    micro-batch per device and the decode wave are not in the paper (verl sizes them with
+    vLLM): memjax's choices for contexts of 695 + 6024 tokens. verl's data-parallel ranks, each
+    cutting its own slice of a step's contexts into mini-batches, are the paper's GPUs."""
+    config = memsearcher_config(f"/models/{HF_NAMES.get(preset.lower(), preset)}")
+    add_scale_sections(
+        config, preset=preset, accelerator=accelerator, num_devices=num_devices, remat=remat
     )
+    config.mesh = ConfigDict({axis: int(mesh.get(axis, 1)) for axis in ("data", "fsdp", "tensor")})
+    config.train.mini_batch_shards = int(num_devices)
+    # Rows per data x fsdp shard per micro-batch; the job derives train.micro_batches from it.
+    config.train.micro_batch_per_device = int(micro_batch_per_device)
+    # Rows the sampler decodes at once over the whole mesh (the memory plan's KV cache).
+    config.rollout.decode_batch = int(decode_batch)
+    return config
+
+
+__all__ = ["EVAL_SPLITS", "memsearcher_config", "paper_config"]
