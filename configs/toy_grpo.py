@@ -18,6 +18,9 @@ def get_config() -> ConfigDict:
     c.seed = 0
     c.model = ConfigDict(
         dict(
+            # "": a random decoder of the shape below; a checkpoint (HF directory, .gguf,
+            # packaged:smollm2, a training workdir) starts from its weights and shape instead.
+            source="",
             vocab_size=16,
             embed_dim=64,
             mlp_dim=128,

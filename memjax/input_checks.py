@@ -65,11 +65,12 @@ def weights_problem(source: str) -> str | None:
 
 def check_weights(config) -> list[Missing]:
     """Every model a config names: `<section>.source` and `<section>.trained` fields (model,
-    manager, answer, teacher, judge, facts, embedder, encoder, retriever.encoder, ...)."""
+    manager, answer, teacher, judge, facts, embedder, encoder, retriever.encoder, ...) and
+    `tokenizer` fields (a model source whose tokenizer is read)."""
     out = []
     for path, value in _walk(config):
         name = path.rsplit(".", 1)[-1]
-        if name not in ("source", "trained") or not isinstance(value, str):
+        if name not in ("source", "trained", "tokenizer") or not isinstance(value, str):
             continue
         if value in NOT_WEIGHTS or value.startswith("openai:"):  # no weights, or served remotely
             continue
@@ -87,12 +88,18 @@ def _exists(path: str) -> bool:
 
 def _data_files(config) -> list[tuple[str, str]]:
     """(field, path) of the data files a config reads."""
+    # Any `path` field names a data file (Memory-R1's data.path: LoCoMo; sft.make_data's
+    # locomo.path, hotpotqa.path), except the synthetic data's.
+    files = [
+        (field, value)
+        for field, value in _walk(config)
+        if field.rsplit(".", 1)[-1] == "path"
+        and isinstance(value, str)
+        and value not in ("", "synthetic")
+    ]
     data = config.get("data")
     if data is None:
-        return []
-    files = []
-    if "path" in data and str(data.path) != "synthetic":  # Memory-R1: LoCoMo
-        files.append(("data.path", str(data.path)))
+        return files
     for split in ("train", "eval"):  # MemSearcher: {name: file}; SFT: one file ("": none)
         value = data.get(split)
         if hasattr(value, "keys"):
@@ -110,20 +117,31 @@ def check_data_files(config) -> list[Missing]:
     ]
 
 
+def _has_index(index_dir: str) -> bool:
+    """A built index: its snapshots each carry a meta.json."""
+    return bool(index_dir) and any(Path(index_dir).expanduser().glob("**/meta.json"))
+
+
 def check_corpus_and_index(config) -> list[Missing]:
-    """The in-process retriever's index, or the corpus it is built from on first use (a
-    HotpotQA config writes its closed corpus from its own data files)."""
+    """The corpus `index.build` embeds, the index `retriever.serve` serves, and the in-process
+    retriever's index or the corpus it is built from on first use (a HotpotQA config writes
+    its closed corpus from its own data files)."""
+    job = str(config.get("job", ""))
+    if job == "index.build" and not _exists(str(config.corpus)):
+        return [Missing("corpus", str(config.corpus), "no such file")]
+    if job == "retriever.serve" and not _has_index(str(config.index_dir)):
+        return [Missing("index_dir", str(config.index_dir), "no built index (index.build)")]
     r = config.get("retriever")
     if r is None or str(r.get("kind", "")) != "in_process":
         return []
-    index_dir = str(r.get("index_dir", "") or "")
-    if index_dir and any(Path(index_dir).expanduser().glob("**/meta.json")):
-        return []  # a built index (its snapshots each carry a meta.json)
+    if _has_index(str(r.get("index_dir", "") or "")):
+        return []
     corpus = str(r.get("corpus", "") or "")
     if corpus and _exists(corpus):
         return []
-    if str(config.data.get("format", "")) == "hotpotqa_hf":
-        return []  # written from the data files, which check_data_files covers
+    data = config.get("data") or {}
+    if str(data.get("format", "")) != "flashrag":
+        return []  # a closed corpus, written from the data files (check_data_files)
     return [Missing("retriever.corpus", corpus, "no such file, and no built index at index_dir")]
 
 

@@ -78,6 +78,15 @@ def main(argv) -> None:
         _fail(str(e).replace("\n", " "))
 
 
+def check(config):
+    """The config's job, after its checks: bad values fail before anything loads (a
+    UserError: an unknown job, a field out of range)."""
+    job_name = config.get("job")
+    job = jobs.resolve(job_name)
+    job_checks.check_job_config(job_name, config)
+    return job
+
+
 def _launch(argv) -> None:
     if len(argv) > 1:
         _fail(f"unexpected arguments {argv[1:]}; pass options as --config.x.y=value")
@@ -85,8 +94,7 @@ def _launch(argv) -> None:
     if config is None:
         _fail("--config=configs/NAME.py is required")
     job_name = config.get("job")
-    job = jobs.resolve(job_name)  # UnknownJobError is a UserError
-    job_checks.check_job_config(job_name, config)  # bad values fail before anything loads
+    job = check(config)
     if _DRY_RUN.value:
         from memjax import dry_run
 

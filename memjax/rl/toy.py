@@ -70,6 +70,27 @@ def toy_params(cfg: DecoderConfig, key, stddev: float = INIT_STDDEV) -> dict:
     return jax.tree.unflatten(jax.tree.structure(params), [scaled[n] for n in flat])
 
 
+def toy_policy(config) -> tuple[dict, DecoderConfig, str]:
+    """(params, cfg, description) of the policy: the random decoder of `model`'s shape, or,
+    with `model.source` set, that checkpoint's weights (its own shape; the task's token ids
+    are ids of its vocabulary)."""
+    source = str(config.model.get("source", "") or "")
+    if source:
+        from memjax.checkpoints import load_model
+
+        model = load_model(source, with_tokenizer=False, param_dtype="float32")
+        n = int(config.task.num_targets)
+        if FIRST_TARGET + n > model.cfg.vocab_size:
+            raise ConfigError(
+                f"config.task.num_targets={n}: {source} has {model.cfg.vocab_size} token ids"
+            )
+        return model.params, model.cfg, source
+    cfg = toy_decoder_config(config.model)
+    std = float(config.model.get("init_stddev", INIT_STDDEV))
+    params = jax.jit(lambda k: toy_params(cfg, k, std))(jax.random.key(config.seed))
+    return params, cfg, f"toy decoder, random init seed {config.seed}"
+
+
 def train_job(config, workdir) -> None:
     """`rl.train` on the toy task; prints one JSON summary line last."""
     from memjax.rl.trainer import train
@@ -77,9 +98,7 @@ def train_job(config, workdir) -> None:
 
     if not workdir:
         raise ConfigError("--workdir: rl.train needs a directory (checkpoints, TensorBoard, plots)")
-    cfg = toy_decoder_config(config.model)
-    std = float(config.model.get("init_stddev", INIT_STDDEV))
-    params = jax.jit(lambda k: toy_params(cfg, k, std))(jax.random.key(config.seed))
+    params, cfg, base = toy_policy(config)
     n = int(config.task.num_targets)
     targets = [FIRST_TARGET + i for i in range(n)]
     env = RepeatTargetEnv(int(config.task.length))
@@ -93,7 +112,7 @@ def train_job(config, workdir) -> None:
         eval_examples=targets,
         eos_ids=(EOS,),
         pad_id=PAD,
-        base_source=f"toy decoder, random init seed {config.seed}",
+        base_source=base,
     )
     if "interrupted_at" in result:  # config.stop_after: a simulated crash, nothing to sum up
         print(json.dumps({"interrupted_at": result["interrupted_at"]}), flush=True)
@@ -101,4 +120,4 @@ def train_job(config, workdir) -> None:
     print(summary_line(result), flush=True)
 
 
-__all__ = ["RepeatTargetEnv", "toy_decoder_config", "train_job"]
+__all__ = ["RepeatTargetEnv", "toy_decoder_config", "toy_policy", "train_job"]
