@@ -109,13 +109,13 @@ def _plan_lines(config, out: Summary) -> None:
     micro = planning.micro_batches_for(
         f.mini_batch_rows, w.micro_batch_per_device, w.mesh, hw.num_devices
     )
-    updates = max(1, rows // max(1, f.mini_batch_rows))
+    updates = max(1, rows * contexts // max(1, f.mini_batch_rows))
     out.add(
         "effective batch",
         f"{f.prompts_per_step} prompts x {f.group_size} rollouts = {rows} trajectories per step"
         + (f" (up to {contexts} context rows each)" if contexts > 1 else "")
-        + f"; {updates} update(s) of {f.mini_batch_rows} rows, each in {micro} micro-batches "
-        f"of {w.micro_batch_per_device} row(s) per device",
+        + f"; {'up to ' if contexts > 1 else ''}{updates} update(s) of {f.mini_batch_rows} rows, "
+        f"each in {micro} micro-batches of {w.micro_batch_per_device} row(s) per device",
     )
     steps, steps_text = _steps(config, f)
     out.add("steps", steps_text)

@@ -9,9 +9,9 @@ with the mesh's axis sizes, exactly as the train step and sampler place them):
   persistent   policy weights in the train state (param_dtype, f32 master), AdamW's two moments
                (same dtype and sharding), the reference model (the trainer's copy of the
                initial weights, train layout: matrices in compute dtype, as the forward reads
-               them) when the KL term is on, the PPO critic's weights and moments, and the sampler's copy
-               of the weights (compute dtype, sampling layout: not fsdp-sharded, so decode needs
-               no per-step all-gathers)
+               them) when the KL term is on, the PPO critic's weights and moments, and the
+               sampler's copy of the weights (compute dtype, sampling layout: not fsdp-sharded,
+               so decode needs no per-step all-gathers)
   rollout      the sampler's KV cache for `rollout.decode_batch` rows of prompt + response
                slots (`kv_cache.cache_abstract`, sampling layout) and its [rows, V] f32 logits,
                plus the larger of the prefill's working set (one [r, P, D + F/t] layer slab
@@ -543,6 +543,7 @@ class JobFields:
     algorithm: str  # "grpo", "ppo", "multi_context_grpo"
     prompt_len: int
     response_len: int
+    decoded_len: int  # of a row's response tokens, those the model writes (not tool output)
     group_size: int
     prompts_per_step: int  # questions per step
     mini_batch_rows: int  # rows per update (MemSearcher: of first contexts)
@@ -580,6 +581,7 @@ def _memory_r1_fields(config) -> JobFields:
         algorithm=str(rl.algo),
         prompt_len=int(rl.seq_len) - response,
         response_len=response,
+        decoded_len=response,
         group_size=group,
         prompts_per_step=prompts,
         mini_batch_rows=rows,
@@ -617,6 +619,11 @@ def _memsearcher_fields(config) -> JobFields:
         algorithm=str(_section(train, "algorithm", "grpo")),
         prompt_len=int(rollout.max_prompt_length),
         response_len=int(rollout.max_response_length),
+        # A context's two calls (action, memory update); the passages between are prefilled.
+        decoded_len=min(
+            int(rollout.max_response_length), 2 * int(_section(rollout, "max_tokens_per_call", 0))
+        )
+        or int(rollout.max_response_length),
         group_size=group,
         prompts_per_step=int(_section(train, "batch_size", mini)),
         mini_batch_rows=mini * group,

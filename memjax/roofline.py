@@ -8,10 +8,11 @@ a lower bound that assumes perfect overlap and no communication, so a real step 
 its model-FLOPs utilisation. Every training row is counted at its full length (prompt +
 response tokens); shorter rows only make it faster.
 
-  rollout: prefill   the prompts once per wave of `decode_batch` rows: 2 FLOPs per weight per
-                     token plus causal attention (`aot.programs.forward_flops`)
-  rollout: decode    one step per response token per wave: the sampler's weights and the KV
-                     cache read from HBM (memory-bound), or its FLOPs when larger
+  rollout: prefill   every token the model does not write (prompts, tool output) once per wave
+                     of `decode_batch` rows: 2 FLOPs per weight per token plus causal attention
+                     (`aot.programs.forward_flops`)
+  rollout: decode    one step per token the model writes per wave: the sampler's weights and
+                     the KV cache read from HBM (memory-bound), or its FLOPs when larger
   log-probs          forward passes over the step's rows: the old policy's, the reference's
                      (KL on), the critic's values (PPO)
   train              forward + backward (3 forwards) + the forward remat recomputes, for the
@@ -51,7 +52,8 @@ def _seconds(flops: float, bytes_: float, w: Workload) -> float:
 def step_roofline(plan: MemoryPlan, f: JobFields, contexts: int = 1) -> StepEstimate:
     """`contexts`: training rows per trajectory (MemSearcher rebuilds its context each turn)."""
     w, cfg, n = plan.workload, plan.workload.cfg, plan.workload.hardware.num_devices
-    P, R, T = f.prompt_len, f.response_len, w.seq_len
+    R, T = f.decoded_len, w.seq_len
+    P = T - R  # prefilled: the prompt and any tool output between the model's calls
     rows = f.prompts_per_step * f.group_size * contexts
     waves = -(-rows // max(1, w.decode_batch))
     sequences = min(rows, w.decode_batch)  # rows in one wave

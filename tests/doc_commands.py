@@ -3,9 +3,9 @@
     for cmd in doc_commands(ROOT):    # DocCommand(where="README.md:28", argv=[...])
         ...
 
-A command starts at `python -m memjax.launch` or at a `launch/...` script, in a fenced block
-or an indented one (continued over lines that end in a backslash) or in an inline code span (which may wrap);
-trailing `# comments` are dropped, and `<placeholders>` become one token each. A `launch/`
+A command starts at `python -m memjax.launch` or at a `launch/...` script, in a fenced or
+indented code block (continued over lines that end in a backslash) or in an inline code span
+(which may wrap); trailing `# comments` are dropped, and `<placeholders>` become one token each. A `launch/`
 command is reduced to what its hosts run: `memjax.launch` with its config, workdir and
 `--config.*` overrides.
 """

@@ -10,6 +10,8 @@ import pytest
 from memjax import dry_run, input_checks, launch
 from tests.test_doc_commands import ROOT, parse, stand_ins  # noqa: F401 (a fixture)
 
+# ruff: noqa: F811 (the tests take the imported fixture by name)
+
 
 def test_paper_config_without_its_weights(tmp_path):
     proc = subprocess.run(
@@ -36,7 +38,7 @@ def test_paper_config_without_its_weights(tmp_path):
     assert not (tmp_path / "x").exists()  # nothing written
 
 
-def _dry_run(argv, stand_ins, monkeypatch, replace=True):  # noqa: F811
+def _dry_run(argv, stand_ins, monkeypatch, replace=True):
     """The status and output of a dry run of `argv` in-process, its missing inputs pointed at
     stand-ins (`replace`); loading weights or building an index fails the test."""
     import memjax.checkpoints as checkpoints
@@ -62,7 +64,7 @@ def _dry_run(argv, stand_ins, monkeypatch, replace=True):  # noqa: F811
     return config, dry_run.run(config, config_file, workdir)
 
 
-def test_the_alternating_schedule_override_is_accepted(stand_ins, monkeypatch, capsys):  # noqa: F811
+def test_the_alternating_schedule_override_is_accepted(stand_ins, monkeypatch, capsys):
     argv = [
         "--config=configs/grpo_qwen7b.py",
         "--workdir=/tmp/ans",
@@ -74,7 +76,7 @@ def test_the_alternating_schedule_override_is_accepted(stand_ins, monkeypatch, c
     assert config.manager.trained == stand_ins["model"]
 
 
-def test_missing_inputs_are_named_by_their_settable_fields(stand_ins, monkeypatch, capsys):  # noqa: F811
+def test_missing_inputs_are_named_by_their_settable_fields(stand_ins, monkeypatch, capsys):
     argv = ["--config=configs/memsearcher_qwen7b.py", "--workdir=/tmp/ms", "--dry_run"]
     argv += ["--config.retriever.url=http://127.0.0.1:9", "--config.data.train.nq=/nonexistent"]
     _, status = _dry_run(argv, stand_ins, monkeypatch, replace=False)
@@ -91,7 +93,7 @@ def test_missing_inputs_are_named_by_their_settable_fields(stand_ins, monkeypatc
     assert missing and missing[0].value == "/nowhere.json"
 
 
-def test_a_plan_that_does_not_fit_names_the_change(stand_ins, monkeypatch, capsys):  # noqa: F811
+def test_a_plan_that_does_not_fit_names_the_change(stand_ins, monkeypatch, capsys):
     # PPO on the paper's 4 H100s: more than 72 GiB per device whatever the mesh.
     argv = ["--config=configs/ppo_qwen7b.py", "--workdir=/tmp/p", "--dry_run"]
     argv += ["--config.hardware.num_devices=4", "--config.rl.mesh.fsdp=2"]
@@ -103,7 +105,7 @@ def test_a_plan_that_does_not_fit_names_the_change(stand_ins, monkeypatch, capsy
     assert "--config." in line  # the overrides that make it fit
 
 
-def test_a_config_without_hardware_is_summarised_without_a_plan(stand_ins, monkeypatch, capsys):  # noqa: F811
+def test_a_config_without_hardware_is_summarised_without_a_plan(stand_ins, monkeypatch, capsys):
     _, status = _dry_run(
         ["--config=configs/toy_grpo.py", "--workdir=/tmp/t"], stand_ins, monkeypatch
     )

@@ -11,10 +11,11 @@ For one config it prints the breakdown (weights, AdamW state, reference model, c
 sampler weights, KV cache, gradients, activations under the remat policy; see
 memjax/planning.py for what each part counts), whether the peak fits the hardware, and if not,
 the changes that make it fit as command-line overrides. `--lora_rank` plans the same recipe with
-LoRA adapters (as `--config.lora.rank` would run it; `--param_dtype=bfloat16` holds the frozen
-base in bf16), `--min_devices` the fewest devices of the config's accelerator on which it fits (fsdp
-over them, with the config's tensor axis where it divides the count). Exit status: 0 fits, 1 does not fit, 2 the config
-is invalid. `--all` prints one Markdown table row per config (exit 1 if any does not fit the
+LoRA adapters (as `--config.rl.lora.rank` (Memory-R1) or `--config.lora.rank` (MemSearcher)
+would run it; `--param_dtype=bfloat16` holds the frozen base in bf16), `--min_devices` the
+fewest devices of the config's accelerator on which it fits (fsdp over them, with the config's
+tensor axis where it divides the count). Exit status: 0 fits, 1 does not fit, 2 the config is
+invalid. `--all` prints one Markdown table row per config (exit 1 if any does not fit the
 hardware it names), and for a config sized for more devices than its paper trained on
 (`hardware.paper_num_devices`) its best plan on the paper's count.
 """

@@ -11,7 +11,7 @@ rollout order, cut into mini-batches of mini_batch_size x G rows (`train.mini_ba
 `train.micro_batch_per_device` rows per data-parallel device when the config has scale
 sections, the size tools/plan_memory.py plans for.
 
-The recipe config (memjax.agents.memsearcher.recipe) speaks the paper's terms (questions per
+The recipe config (memjax.recipes.memsearcher) speaks the paper's terms (questions per
 batch, mini-batch, rollouts per question, lengths); `trainer_config` translates them into the
 trainer's fields.
 """
