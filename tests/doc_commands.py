@@ -102,8 +102,8 @@ def doc_commands(root: Path) -> list[DocCommand]:
             ):
                 continue
             argv = launch_argv(tokens)
-            if "--config=" in argv:  # a launcher named in prose, not a command
-                continue
+            if not any(a.startswith("--config=") and a != "--config=" for a in argv):
+                continue  # a launcher named in prose, not a command
             where = f"{path.relative_to(root)}:{line}"
             out.append(DocCommand(where, command, argv))
     return out
