@@ -628,7 +628,9 @@ def _memsearcher_fields(config) -> JobFields:
         prompts_per_step=int(_section(train, "batch_size", mini)),
         mini_batch_rows=mini * group,
         micro_batch_per_device=int(train.micro_batch_per_device),
-        decode_batch=int(rollout.decode_batch),
+        # 0: the sampler decodes a step's trajectories at once.
+        decode_batch=int(_section(rollout, "decode_batch", 0) or 0)
+        or int(_section(train, "batch_size", mini)) * group,
         num_steps=int(_section(train, "num_steps", 0) or 0),
         epochs=int(_section(train, "ppo_epochs", 1)),
         mesh=mesh,

@@ -40,6 +40,7 @@ CASES = [
     ("demo.py", "demo.train_conversations", 0, r"config.demo.train_conversations=0"),
     ("grpo_qwen7b.py", "rl.prompts_per_step", 0, r"config.rl.prompts_per_step=0: must be >= 1"),
     ("ppo_qwen3b.py", "rl.group_size", 0, r"config.rl.group_size=0: must be >= 1"),
+    ("grpo_qwen7b.py", "rl.decode_batch", -1, r"config.rl.decode_batch=-1: must be >= 0"),
     ("grpo_qwen7b.py", "data.max_questions", -1, r"config.data.max_questions=-1: must be >= 0"),
     # MemSearcher's trainer sections, named where they are set (not as the trainer's copy).
     ("memsearcher_cpu.py", "optimizer.learning_rate", -1e-6, r"^config.optimizer.learning_rate="),

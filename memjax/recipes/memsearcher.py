@@ -99,6 +99,7 @@ def memsearcher_config(model_source: str, data_root: str = "/data/FlashRAG_datas
     config.rollout.max_tokens_per_call = 512
     config.rollout.max_prompt_length = 695
     config.rollout.max_response_length = 6024  # per context
+    config.rollout.decode_batch = 0  # rows decoded at once over the mesh; 0: a step's all
 
     # Prompt template files with {{placeholders}} (memjax.text.prompt_templates); "" keeps
     # memjax's own wording. Point one at the authors' exact text to reproduce their setup.

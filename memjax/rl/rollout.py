@@ -150,4 +150,37 @@ def pack(
     }
 
 
-__all__ = ["Completion", "Context", "Trajectory", "Generate", "run_episodes", "pack"]
+def run_in_waves(
+    env: Environment,
+    examples: Sequence[Any],
+    group_size: int,
+    generate: Generate,
+    rng: jax.Array,
+    eos_ids: Sequence[int] = (),
+    wave_rows: int = 0,
+) -> list[Trajectory]:
+    """`run_episodes` over waves of at most `wave_rows` rows (whole groups; 0: one wave), so
+    that the sampler's KV cache holds a wave, not the step. Trajectories keep the step's order
+    and group numbers; one wave is exactly `run_episodes`."""
+    per_wave = max(1, wave_rows // group_size) if wave_rows else len(examples)
+    if per_wave >= len(examples):
+        return run_episodes(env, examples, group_size, generate, rng, eos_ids)
+    trajs = []
+    for wave, start in enumerate(range(0, len(examples), per_wave)):
+        part = examples[start : start + per_wave]
+        key = jax.random.fold_in(rng, 1_000_003 + wave)  # apart from run_episodes' turn keys
+        for t in run_episodes(env, part, group_size, generate, key, eos_ids):
+            t.group += start
+            trajs.append(t)
+    return trajs
+
+
+__all__ = [
+    "Completion",
+    "Context",
+    "Trajectory",
+    "Generate",
+    "run_episodes",
+    "run_in_waves",
+    "pack",
+]

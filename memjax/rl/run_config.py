@@ -82,6 +82,7 @@ class RLRunConfig:
     # > 0: a micro-batch's rows that open with at least this many equal untrained tokens (a
     # GRPO group's prompt) run them once (memjax.rl.shared_prompt); 0 runs every row whole.
     shared_prompt: int = 0
+    decode_batch: int = 0  # rows decoded at once over the mesh; 0: all of a step's rows
 
     @property
     def total_updates(self) -> int:
@@ -100,6 +101,8 @@ class RLRunConfig:
             require(ints[name] >= low, f"{path}.{name}", ints[name], f"must be >= {low}")
         for name in ("epochs", "mini_batches", "micro_batches", "vocab_chunk"):
             require(ints[name] >= 1, f"{path}.{name}", ints[name], "must be >= 1")
+        decode = ints["decode_batch"]
+        require(decode >= 0, f"{path}.decode_batch", decode, "must be >= 0 (0: a step's rows)")
         shared = ints["shared_prompt"]
         require(shared >= 0, f"{path}.shared_prompt", shared, "must be >= 0 (0: off)")
         advantage = read_section(AdvantageConfig, values.get("advantage"), f"{path}.advantage")
@@ -163,6 +166,7 @@ _INT_FIELDS = {
     "micro_batches": 1,
     "vocab_chunk": 4096,
     "shared_prompt": 0,
+    "decode_batch": 0,  # rows the sampler decodes at once over the mesh (0: a step's all)
     "mini_batch_rows": 0,
     "mini_batch_shards": 1,
 }

@@ -52,7 +52,7 @@ from memjax.rl import critic as critic_lib
 from memjax.rl import losses, steps
 from memjax.rl.environment import Environment
 from memjax.rl.minibatches import pad_plan, padded_size, plan_mini_batches, take_rows
-from memjax.rl.rollout import Completion, pack, run_episodes
+from memjax.rl.rollout import Completion, pack, run_in_waves
 from memjax.rl.run_config import ALGOS, RLRunConfig
 from memjax.rl.shared_prompt import SHARED_PROMPT_GRANULARITY, restore_order, share_prompts
 from memjax.sampling.sampling_params import SamplingParams
@@ -315,7 +315,11 @@ class RLTask:
         examples = [next(self.data_iterator) for _ in range(P_local)]
         t0 = time.perf_counter()
         self.generate.params = self._sampler_params()
-        trajs = run_episodes(self.env, examples, rc.group_size, self.generate, key, self.eos_ids)
+        # This host's share of the rows the sampler decodes at once (the memory plan's KV cache).
+        wave = distributed.host_batch_size(rc.decode_batch) if rc.decode_batch else 0
+        trajs = run_in_waves(
+            self.env, examples, rc.group_size, self.generate, key, self.eos_ids, wave
+        )
         t_roll = time.perf_counter() - t0
         batch, row_traj, truncated = self._pack(trajs)
         rewards = np.array([t.reward for t in trajs], np.float32)
@@ -486,8 +490,10 @@ class RLTask:
     def evaluate(self, step: int, key) -> float:
         """Mean reward of one greedy episode per held-out example."""
         self.eval_generate.params = self._sampler_params()
-        trajs = run_episodes(
-            self.eval_env, self.eval_examples, 1, self.eval_generate, key, self.eos_ids
+        rc = self.rc
+        wave = distributed.host_batch_size(rc.decode_batch) if rc.decode_batch else 0
+        trajs = run_in_waves(
+            self.eval_env, self.eval_examples, 1, self.eval_generate, key, self.eos_ids, wave
         )
         return float(np.mean([t.reward for t in trajs]))
 
