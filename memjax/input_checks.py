@@ -77,7 +77,7 @@ def check_weights(config) -> list[Missing]:
         problem = weights_problem(value)
         if problem:
             out.append(Missing(path, value, problem))
-    return out
+    return sorted(out, key=lambda m: not m.field.startswith("model."))  # the base model first
 
 
 def _exists(path: str) -> bool:
