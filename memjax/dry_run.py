@@ -64,7 +64,7 @@ def _training_questions(config) -> int | None:
     for path in train.values():
         file = Path(str(path)).expanduser()
         if not file.is_absolute() and not file.is_file():
-            file = input_checks.REPO_ROOT / file
+            file = Path(__file__).resolve().parents[1] / file
         if not file.is_file():
             return None
         n = _count_lines(file)
@@ -195,7 +195,7 @@ def run(config, config_file: str, workdir: str | None) -> int:
     except (planning.PlanError, hw_lib.HardwareError, ConfigError) as e:
         out.add("plan", str(e))
         out.fail(f"config: {e}")
-    missing = input_checks.check_inputs(config)
+    missing = input_checks.check_inputs(job, config, workdir)
     out.add("inputs", "all present" if not missing else f"{len(missing)} missing")
     for m in missing:
         out.add("", m.line())

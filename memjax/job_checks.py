@@ -340,9 +340,8 @@ def check_memsearcher_inputs(config, split: str) -> None:
 def check_conversations(config, split: str | None) -> None:
     """Memory-R1: the conversations a job reads have turns and questions."""
     from memjax.agents.memory_r1 import job_setup as S
-    from memjax.agents.memory_r1.recipe import from_paper_recipe
 
-    data = from_paper_recipe(config).data
+    data = config.data
     chosen = S.select_conversations(S.load_conversations(data), data, split)
     if not chosen:
         raise DataError(f"config.data: no conversations in split {split or data.split!r}")

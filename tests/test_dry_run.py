@@ -53,9 +53,11 @@ def _dry_run(argv, stand_ins, monkeypatch, replace=True):
     config, workdir, config_file = parse(argv)
     launch.check(config)
     if replace:
+        from memjax import job_checks
         from tests.test_doc_commands import stand_in
 
-        for m in input_checks.check_inputs(config):
+        monkeypatch.setattr(job_checks, "INPUT_CHECKS", {})  # data: tests/test_input_checks.py
+        for m in input_checks.check_weights(config):
             node = config
             *parents, leaf = m.field.split(".")
             for key in parents:
@@ -78,25 +80,29 @@ def test_the_alternating_schedule_override_is_accepted(stand_ins, monkeypatch, c
 
 def test_missing_inputs_are_named_by_their_settable_fields(stand_ins, monkeypatch, capsys):
     argv = ["--config=configs/memsearcher_qwen7b.py", "--workdir=/tmp/ms", "--dry_run"]
-    argv += ["--config.retriever.url=http://127.0.0.1:9", "--config.data.train.nq=/nonexistent"]
+    argv += ["--config.retriever.encoder.source=/nowhere/e5"]
     _, status = _dry_run(argv, stand_ins, monkeypatch, replace=False)
     out = capsys.readouterr()
     assert status == 2
-    fields = [m.field for m in input_checks.check_inputs(parse(argv)[0])]
-    assert fields[0] == "model.source" and "data.train.nq" in fields and "retriever.url" in fields
-    for field in fields:
-        assert f"config.{field}=" in out.out
+    config, workdir, _ = parse(argv)
+    missing = input_checks.check_inputs(str(config.job), config, workdir)
+    assert [m.field for m in missing[:2]] == ["model.source", "retriever.encoder.source"]
+    assert "config.data." in missing[-1].line()  # the first data file, as the launch names it
+    for m in missing:
+        assert m.line() in out.out
     assert out.err.count("\n") == 1 and "config.model.source=" in out.err
     # Memory-R1's LoCoMo file is `data.path`, the field an override sets.
-    config = parse(["--config=configs/grpo_qwen3b.py", "--config.data.path=/nowhere.json"])[0]
-    missing = [m for m in input_checks.check_inputs(config) if m.field == "data.path"]
-    assert missing and missing[0].value == "/nowhere.json"
+    config, workdir, _ = parse(
+        ["--config=configs/grpo_qwen3b.py", "--config.data.path=/nowhere.json"]
+    )
+    line = input_checks.check_inputs(str(config.job), config, None)[-1].line()
+    assert line.startswith("config.data.path='/nowhere.json'")
 
 
 def test_a_plan_that_does_not_fit_names_the_change(stand_ins, monkeypatch, capsys):
-    # PPO on the paper's 4 H100s: more than 72 GiB per device whatever the mesh.
+    # PPO on 4 H100s without tensor parallelism: the sampler's weights whole on every device.
     argv = ["--config=configs/ppo_qwen7b.py", "--workdir=/tmp/p", "--dry_run"]
-    argv += ["--config.hardware.num_devices=4", "--config.rl.mesh.fsdp=2"]
+    argv += ["--config.rl.mesh.fsdp=4", "--config.rl.mesh.tensor=1"]
     _, status = _dry_run(argv, stand_ins, monkeypatch)
     out = capsys.readouterr()
     assert status == 2 and "DOES NOT FIT" in out.out

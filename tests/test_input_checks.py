@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from memjax import job_checks
-from memjax.agents.memory_r1.recipe import memory_r1_config
-from memjax.agents.memsearcher.recipe import paper_config
 from memjax.errors import ConfigError, DataError
+from memjax.recipes.memory_r1 import memory_r1_config
+from memjax.recipes.memsearcher import memsearcher_config
 from memjax.rl.trainer import example_stream
 from tests.launcher_env import user_env
 
@@ -39,7 +39,7 @@ def _dead_url() -> str:
 def _ms_config(tmp_path, **retriever) -> object:
     qa = tmp_path / "my_set.jsonl"
     qa.write_text(json.dumps(HOTPOT) + "\n")
-    config = paper_config("packaged:smollm2")
+    config = memsearcher_config("packaged:smollm2")
     config.job = "memsearcher.eval"
     config.data.eval_files = f"mine={qa}"
     config.retriever.kind = "in_process"

@@ -21,12 +21,6 @@ PLANNED_JOBS = {
 }
 
 
-# Paper configs that need more devices than their paper trained on (PPO: f32 master weights
-# and AdamW moments for the actor and the critic), sized for the fewest that fit
-# (`hardware.paper_num_devices` names the paper's count).
-MORE_DEVICES_THAN_THE_PAPER = {"ppo_llama8b": 4, "ppo_qwen14b": 8, "ppo_qwen7b": 4}
-
-
 def _load(path):
     return runpy.run_path(str(path))["get_config"]()
 
@@ -59,13 +53,7 @@ def test_config_loads_and_validates(path):
     assert planning.validate(config) == []
     plan = planning.plan_memory(config)
     assert plan.fits, plan.table()
-    paper = planning.paper_hardware_plan(config)
-    if path.stem in MORE_DEVICES_THAN_THE_PAPER:
-        assert config.hardware.paper_num_devices == MORE_DEVICES_THAN_THE_PAPER[path.stem]
-        assert not paper.fits, f"{path.stem} fits the paper's hardware now: size it for that"
-        assert "does not fit" in path.read_text()  # the docstring says so
-    else:
-        assert paper is None
+    assert planning.paper_hardware_plan(config) is None  # sized for the paper's hardware
     assert config.model.param_dtype == "float32" and config.model.compute_dtype == "bfloat16"
 
 
@@ -79,7 +67,7 @@ def test_memory_r1_settings():
         f = planning.job_fields(c)
         assert f.micro_batch_per_device == 2  # the paper's micro-batch per GPU
         assert c.hardware.accelerator == "H100-80GB"
-    assert grpo.hardware.num_devices == 4 and ppo.hardware.paper_num_devices == 4
+    assert grpo.hardware.num_devices == ppo.hardware.num_devices == 4
     assert ppo.rl.critic_optimizer.learning_rate == 1e-5 and ppo.rl.loss.kl_coef == 0.0
     assert grpo.rl.algo == "grpo" and grpo.rl.loss.kl_coef > 0
     assert grpo.model.preset == "qwen2.5-7b-instruct"
@@ -93,3 +81,13 @@ def test_a_broken_config_is_reported():
     config.rl.mesh.fsdp = 4
     config.rules.train.mlp = ("fsdp",)  # gate [L, D, F]: embed and mlp both on fsdp
     assert any("rules.train" in p and "fsdp" in p for p in planning.validate(config))
+
+
+def test_a_config_sized_beyond_its_papers_hardware_is_planned_there_too():
+    config = _load(next(p for p in CONFIGS if p.stem == "ppo_qwen14b"))
+    config.hardware.num_devices = 16  # as if it needed twice the paper's 8 devices
+    config.rl.mesh.fsdp = 2
+    config.hardware.paper_num_devices = 8
+    paper = planning.paper_hardware_plan(config)
+    assert paper.workload.hardware.num_devices == 8 and paper.fits
+    assert paper.peak >= planning.plan_memory(config).peak  # fewer devices, more per device

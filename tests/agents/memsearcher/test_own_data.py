@@ -7,12 +7,12 @@ import json
 import pytest
 
 from memjax.agents.memsearcher import job_setup
-from memjax.agents.memsearcher.recipe import paper_config
 from memjax.errors import ConfigError, DataError, StaleArtefactError
 from memjax.memory import embedder as embedder_module
 from memjax.memory.atomic import latest_snapshot
 from memjax.memory.corpus import build_corpus_index, read_index_meta
 from memjax.memory.index import ScannParams
+from memjax.recipes.memsearcher import memsearcher_config
 from tests.memory.test_server_robustness import CountedWords
 
 
@@ -37,7 +37,7 @@ def config(tmp_path, monkeypatch):
     monkeypatch.setattr(
         embedder_module.Embedder, "load", staticmethod(lambda *a, **k: CountedWords())
     )
-    c = paper_config("packaged:smollm2")  # its training files (/data/...) do not exist here
+    c = memsearcher_config("packaged:smollm2")  # its training files (/data/...) do not exist here
     c.data.eval_files = f"my_wiki={_wiki(tmp_path / 'dev.jsonl')}"
     c.retriever.kind = "in_process"
     c.retriever.corpus = str(tmp_path / "corpus.jsonl")
