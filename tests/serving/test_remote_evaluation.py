@@ -7,7 +7,7 @@ import json
 import pytest
 
 from memjax.agents.memory_r1 import evaluation
-from memjax.agents.memory_r1.recipe import memory_r1_config
+from memjax.recipes.memory_r1 import memory_r1_config
 from memjax.remote.openai_source import RemoteModelError
 from memjax.serving.background import ThreadedServer
 from memjax.serving.openai_app import ServerSettings

@@ -7,9 +7,9 @@ from ml_collections import ConfigDict
 
 from memjax.agents.memsearcher import prompts
 from memjax.agents.memsearcher.episode import MemSearcherSettings
-from memjax.text.prompt_templates import PromptTemplate, templates_from_config
 from memjax.agents.search_r1.episode import INSTRUCTION_TEMPLATE
 from memjax.agents.search_tool import SearchSettings
+from memjax.text.prompt_templates import PromptTemplate, templates_from_config
 
 PROMPT_DEFAULTS = {**prompts.TEMPLATES, INSTRUCTION_TEMPLATE.name: INSTRUCTION_TEMPLATE}
 
