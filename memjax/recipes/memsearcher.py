@@ -5,8 +5,8 @@ CPU or at scale.
     config = paper_config("qwen2.5-7b-instruct", num_devices=8,        # + the scale sections
                           mesh={"data": 1, "fsdp": 8, "tensor": 1})
 
-The numbers are those of the paper's code (`train.sh`, `ppo_trainer.yaml`, `eval.sh`): 3B and 7B trained on 8 x H100-80GB, 14B on 2 x 8. Sections
-`optimizer` and `loss` carry the field names of `memjax.training.optimizer.OptimizerConfig` and
+The numbers are those of the paper's code (`train.sh`, `ppo_trainer.yaml`, `eval.sh`): 3B and 7B
+trained on 8 x H100-80GB, 14B on 2 x 8. Sections `optimizer` and `loss` carry the field names of `memjax.training.optimizer.OptimizerConfig` and
 `memjax.rl.losses.PolicyLossConfig`, so the trainer builds them with
 `OptimizerConfig(**config.optimizer)`.
 """
