@@ -6,8 +6,6 @@ from pathlib import Path
 
 MEMJAX = Path(__file__).resolve().parents[1] / "memjax"
 MAX_LINES = 100
-# Being rewritten as one config tier; remove when that lands (the test fails on a stale entry).
-WAIVED = {("agents/memsearcher/recipe.py", "paper_config")}
 
 
 def _walk(node, prefix: str, rel: str, out: dict) -> None:
@@ -39,9 +37,7 @@ def test_function_lengths_are_measured():
 
 def test_no_function_over_100_lines():
     lengths = function_lengths()
-    long = {k: n for k, n in lengths.items() if n > MAX_LINES and k not in WAIVED}
+    long = {k: n for k, n in lengths.items() if n > MAX_LINES}
     assert not long, "functions over 100 lines: " + ", ".join(
         f"memjax/{f}::{name} ({n})" for (f, name), n in sorted(long.items())
     )
-    stale = {k for k in WAIVED if lengths.get(k, 0) <= MAX_LINES}
-    assert not stale, f"waived functions that are now short or gone (drop them): {stale}"

@@ -50,40 +50,8 @@ def memsearcher_config(model_source: str, data_root: str = "/data/FlashRAG_datas
     # 8 GPUs per node: weights sharded over fsdp, everything else over data.
     config.mesh = ConfigDict({"data": 1, "fsdp": -1, "tensor": 1})
 
-    config.data = ConfigDict()
-    # Any QA layout, read from each file (memjax.data.qa_formats); or name one to insist on it.
-    config.data.format = "auto"
-    # NQ + HotpotQA train, as Search-R1; `?` appended to questions that lack it.
-    config.data.train = ConfigDict(
-        {name: f"{data_root}/{name}/train.jsonl" for name in ("nq", "hotpotqa")}
-    )
-    config.data.eval = ConfigDict(
-        {name: f"{data_root}/{name}/{split}.jsonl" for name, split in EVAL_SPLITS.items()}
-    )
-    # "name=path,..." replaces data.train / data.eval from the command line (any names).
-    config.data.train_files = ""
-    config.data.eval_files = ""
-    config.data.add_question_mark = True
-    # A file named in both train and eval is cut by question id only when asked: this fraction
-    # evaluates (0: never cut; naming one file for both is then an error).
-    config.data.shared_file_eval_fraction = 0.0
-    config.data.split_seed = 0
-    config.data.shuffle = True
-    config.data.worker_count = 0
-
-    config.retriever = ConfigDict()
-    config.retriever.kind = "http"  # or "in_process" over config.retriever.index_dir
-    config.retriever.url = "http://127.0.0.1:8000"
-    config.retriever.index_dir = ""
-    # E5-base-v2, flat index over wiki-18 (2018 Wikipedia), as the paper's serving config;
-    # the same fields as configs/index_build.py.
-    config.retriever.encoder = ConfigDict({"source": "/models/e5-base-v2", "layout": "e5"})
-    config.retriever.corpus = "/data/wiki-18.jsonl"
-    config.retriever.index_kind = "exact"
-    search = SearchSettings()
-    config.retriever.default_top_n = search.default_top_n
-    config.retriever.max_top_n = search.max_top_n
-    config.retriever.passage_separator = search.passage_separator
+    config.data = _data_section(data_root)
+    config.retriever = _retriever_section()
 
     config.agent = ConfigDict()
     config.agent.name = "memsearcher"
@@ -163,6 +131,49 @@ def memsearcher_config(model_source: str, data_root: str = "/data/FlashRAG_datas
     config.train.advantage_eps = 1e-6  # A = (R - mean_G) / (std_G + eps), unbiased std
     config.train.save_every_steps = 20
     return config
+
+
+def _data_section(data_root: str) -> ConfigDict:
+    """The question files: NQ + HotpotQA to train on, the seven benchmarks to evaluate."""
+    data = ConfigDict()
+    # Any QA layout, read from each file (memjax.data.qa_formats); or name one to insist on it.
+    data.format = "auto"
+    # NQ + HotpotQA train, as Search-R1; `?` appended to questions that lack it.
+    data.train = ConfigDict(
+        {name: f"{data_root}/{name}/train.jsonl" for name in ("nq", "hotpotqa")}
+    )
+    data.eval = ConfigDict(
+        {name: f"{data_root}/{name}/{split}.jsonl" for name, split in EVAL_SPLITS.items()}
+    )
+    # "name=path,..." replaces data.train / data.eval from the command line (any names).
+    data.train_files = ""
+    data.eval_files = ""
+    data.add_question_mark = True
+    # A file named in both train and eval is cut by question id only when asked: this fraction
+    # evaluates (0: never cut; naming one file for both is then an error).
+    data.shared_file_eval_fraction = 0.0
+    data.split_seed = 0
+    data.shuffle = True
+    data.worker_count = 0
+    return data
+
+
+def _retriever_section() -> ConfigDict:
+    """The search tool: an HTTP retriever or an index in process, and its passages."""
+    retriever = ConfigDict()
+    retriever.kind = "http"  # or "in_process" over retriever.index_dir
+    retriever.url = "http://127.0.0.1:8000"
+    retriever.index_dir = ""
+    # E5-base-v2, flat index over wiki-18 (2018 Wikipedia), as the paper's serving config;
+    # the same fields as configs/index_build.py.
+    retriever.encoder = ConfigDict({"source": "/models/e5-base-v2", "layout": "e5"})
+    retriever.corpus = "/data/wiki-18.jsonl"
+    retriever.index_kind = "exact"
+    search = SearchSettings()
+    retriever.default_top_n = search.default_top_n
+    retriever.max_top_n = search.max_top_n
+    retriever.passage_separator = search.passage_separator
+    return retriever
 
 
 def paper_config(
