@@ -31,6 +31,23 @@ JOBS: dict[str, str] = {
 }
 
 
+# Jobs whose every workdir file goes through memjax.workdir, so their --workdir may be gs://.
+# The others keep local working files there (memory banks, ScaNN indexes, call caches).
+REMOTE_WORKDIR_JOBS = frozenset({"rl.train", "sft.train", "memsearcher.train"})
+
+
+def check_workdir(name: str, workdir: str | None) -> None:
+    """Refuses a gs:// workdir for a job that writes it with local file APIs."""
+    from memjax import workdir as workdir_lib
+
+    workdir_lib.check(workdir)
+    if workdir and workdir_lib.is_remote(workdir) and name not in REMOTE_WORKDIR_JOBS:
+        raise ConfigError(
+            f"--workdir={workdir}: job {name} keeps local files in its workdir; give it a "
+            f"local or mounted path (gs:// workdirs: {', '.join(sorted(REMOTE_WORKDIR_JOBS))})"
+        )
+
+
 class UnknownJobError(ConfigError):
     """config.job names no registered job."""
 

@@ -95,6 +95,7 @@ def _launch(argv) -> None:
         _fail("--config=configs/NAME.py is required")
     job_name = config.get("job")
     job = check(config)
+    jobs.check_workdir(job_name, _WORKDIR.value)  # gs:// without gcsfs: one line, no "gs:" dir
     if _DRY_RUN.value:
         from memjax import dry_run
 

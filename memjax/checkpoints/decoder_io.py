@@ -18,6 +18,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
+from memjax import workdir as workdir_lib
 from memjax.checkpoints.decoder_names import TensorRule, decoder_rules
 from memjax.checkpoints.safetensors_io import SafetensorsCheckpoint, write_safetensors
 from memjax.model_errors import WeightsError, WeightsNotFoundError
@@ -103,6 +104,10 @@ def export_hf_decoder(
     `transformers` (and vLLM) load as LlamaForCausalLM / Qwen2ForCausalLM; with `tokenizer`
     (memjax's Tokenizer) its files and chat template too, so the directory is a complete model
     source. Atomic: the directory is assembled beside its destination and renamed into place."""
+    if workdir_lib.is_remote(directory):  # assembled locally, then uploaded file by file
+        with workdir_lib.staged_dir(directory) as local:
+            export_hf_decoder(params, cfg, local, dtype=dtype, tokenizer=tokenizer)
+        return directory
     directory = Path(directory)
     tmp = directory.with_name(directory.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)

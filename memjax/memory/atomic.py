@@ -21,6 +21,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from memjax import workdir
+
 LATEST = "LATEST"
 _SNAPSHOT = re.compile(r"^snapshot-(\d{6,})$")
 
@@ -101,12 +103,7 @@ def _clean(root: Path, keep: Path) -> None:
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Writes a small text file so a reader sees the old content or the new, never half."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    return path
+    """Writes a small text file so a reader sees the old content or the new, never half (a
+    local file or one in a bucket: see memjax.workdir)."""
+    workdir.write_text(path, text)
+    return path if workdir.is_remote(path) else Path(path)

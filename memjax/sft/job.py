@@ -19,8 +19,8 @@ import dataclasses
 import hashlib
 import json
 import re
-from pathlib import Path
 
+from memjax import workdir as workdir_lib
 from memjax.errors import ConfigError
 from memjax.memory.atomic import atomic_write_text
 from memjax.sft.rows import trajectory_rows
@@ -163,7 +163,7 @@ def train_job(config, workdir, task_evaluation=no_task_evaluation) -> dict:
         data_spec=data_spec(config.data),
     )
     result = run_loop(task, rc.loop, workdir)
-    workdir = Path(workdir)
+    workdir = workdir_lib.path(workdir)  # a local folder or gs://
     if bool(config.get("export", True)):
         export_hf_decoder(
             task.exported_params(result["params"]),

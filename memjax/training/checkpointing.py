@@ -31,7 +31,7 @@ algorithm or optimizer: its run spec or its array shapes differ) is refused with
 from __future__ import annotations
 
 import dataclasses
-import shutil
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from absl import logging
 from etils import epath
 
 from memjax import distributed
+from memjax import workdir as workdir_lib
 from memjax.errors import CheckpointError
 from memjax.log_filter import libraries_silenced, quiet_late_read_errors
 from memjax.training import checkpoint_checks as checks
@@ -70,20 +71,24 @@ class DirectoryHandler(ocp.CheckpointHandler):
     """An item that is a folder of files the caller writes (a memory bank, an index)."""
 
     def save(self, directory: epath.Path, args: DirectorySave):
-        target = process_subdir(Path(directory))
-        target.mkdir(parents=True, exist_ok=True)
-        args.writer(target)
+        # The writer speaks local files; in a bucket it fills a local folder that is uploaded.
+        with workdir_lib.staged_dir(process_subdir(epath.Path(directory))) as target:
+            args.writer(target)
 
     def restore(self, directory: epath.Path, args: DirectoryRestore | None = None):
-        source = process_subdir(Path(directory))
+        source = process_subdir(epath.Path(directory))
         if not source.is_dir():
             raise CheckpointError(
                 f"{directory} has no folder for process {distributed.process_index()} "
                 f"({source.name}): it was written by a run with another number of processes"
             )
+        local = workdir_lib.local(source)
+        if local is None:  # in a bucket: the reader gets a local copy
+            local = Path(tempfile.mkdtemp(prefix="memjax-restore-"))
+            workdir_lib.download_tree(source, local)
         if args is None or args.reader is None:
-            return source
-        return args.reader(source)
+            return local
+        return args.reader(local)
 
     def metadata(self, directory):
         return None
@@ -130,7 +135,7 @@ class Checkpointer:
             raise ValueError(f"best_mode={best_mode!r}; choose max or min")
         if keep_best and not best_metric:
             raise ValueError("keep_best needs best_metric (the metrics key to rank by)")
-        self.directory = Path(directory).absolute()
+        self.directory = workdir_lib.path(directory)  # a local folder or gs://
         policies = [ocp.checkpoint_managers.LatestN(n=keep_last)]
         if keep_best:
             policies.append(
@@ -251,7 +256,7 @@ class Checkpointer:
 
     # ---------------------------------------------------------------- one step
 
-    def _step_dir(self, step: int) -> Path:
+    def _step_dir(self, step: int) -> epath.Path:
         return self.directory / str(step)
 
     def _restore_step(self, step: int, request: _Request) -> dict[str, Any]:
@@ -304,9 +309,7 @@ class Checkpointer:
         """The saved array tree against this run's: the same paths with the same shapes."""
         try:
             with libraries_silenced():
-                saved = ocp.PyTreeCheckpointHandler().metadata(
-                    epath.Path(self._step_dir(step) / "state")
-                )
+                saved = ocp.PyTreeCheckpointHandler().metadata(self._step_dir(step) / "state")
         except Exception as e:
             raise DamagedStep(
                 f"item state has no readable metadata: {checks.first_line(e)}"
@@ -330,7 +333,7 @@ class Checkpointer:
                 target, n = target_root / str(step), 1
                 while target.exists():
                     target, n = target_root / f"{step}.{n}", n + 1
-                shutil.move(str(self._step_dir(step)), str(target))
+                workdir_lib.move(self._step_dir(step), target)
         if distributed.process_count() > 1:
             ocp.multihost.sync_global_processes("memjax_checkpoint_set_aside")
         self._manager.reload()

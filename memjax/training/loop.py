@@ -39,6 +39,7 @@ import jax
 from absl import logging
 
 from memjax import distributed
+from memjax import workdir as workdir_lib
 from memjax.training.reporting import RunReport
 from memjax.training.run_checkpoints import RunCheckpoints, RunState
 from memjax.training.schedule import CheckpointPolicy, LoopConfig
@@ -48,7 +49,7 @@ EVAL_KEY_SALT = 2**31 - 1  # evaluation draws from its own stream, never a train
 
 def run_loop(task, loop: LoopConfig, workdir: str | Path, *, progress: bool = True) -> dict:
     """Runs (or resumes) `task` for `loop.num_steps`; returns the history, evals and states."""
-    workdir = Path(workdir)
+    workdir = workdir_lib.path(workdir)  # a local folder or gs://
     workdir.mkdir(parents=True, exist_ok=True)
     policy = CheckpointPolicy(loop, task.has_eval)
     checkpoints = RunCheckpoints(

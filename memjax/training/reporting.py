@@ -7,12 +7,13 @@ one set of event files and one plot.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import numpy as np
 
-from memjax.memory.atomic import atomic_write_text
+from memjax import workdir as workdir_lib
 
 CURVES_FILE = "curves.json"  # {"curve", "eval_key", "history": [...], "evals": [...]}
 
@@ -33,7 +34,7 @@ class RunReport:
         primary: bool = True,
         progress: bool = True,
     ):
-        self.workdir = Path(workdir)
+        self.workdir = workdir_lib.path(workdir)  # a local folder or gs://
         self.curve = curve  # the history key plotted ("reward", "loss")
         self.eval_key = eval_key  # the eval record's key plotted as points
         self.curve_file = curve_file
@@ -44,6 +45,7 @@ class RunReport:
             return
         from tensorboardX import SummaryWriter
 
+        _route_remote_events()
         self.writer = SummaryWriter(str(self.workdir / "tb"))
         if progress:
             from tqdm import tqdm
@@ -86,17 +88,16 @@ class RunReport:
         ax.grid(alpha=0.3)
         ax.legend()
         fig.tight_layout()
-        final = self.workdir / self.curve_file
-        tmp = final.with_suffix(".tmp.png")
-        fig.savefig(tmp, dpi=80)
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=80)
         plt.close(fig)
-        tmp.replace(final)
+        workdir_lib.write_bytes(self.workdir / self.curve_file, png.getvalue())
         self._save_numbers(history, evals)
 
     def _save_numbers(self, history: list[dict], evals: list[dict]) -> None:
         numbers = {"curve": self.curve, "eval_key": self.eval_key}
         numbers |= {"history": history, "evals": evals}
-        atomic_write_text(self.workdir / CURVES_FILE, json.dumps(numbers, default=float))
+        workdir_lib.write_text(self.workdir / CURVES_FILE, json.dumps(numbers, default=float))
 
     def close(self) -> None:
         if self.bar is not None:
@@ -122,6 +123,42 @@ def summary_line(result: dict, tail: int = 5) -> str:
         name = next(k for k in last if k != "step")
         out[f"eval_{name}"] = round(last[name], 4)
     return json.dumps(out)
+
+
+class _RemoteEventFile:
+    """A TensorBoard event file in a bucket: buffered, uploaded whole at every flush (objects
+    cannot be appended to; a run's scalars are a few hundred kilobytes)."""
+
+    def __init__(self, target: str):
+        self.target = workdir_lib.path(target)
+        self.buffer = io.BytesIO()
+
+    def write(self, data: bytes) -> None:
+        self.buffer.write(data)
+
+    def flush(self) -> None:
+        self.target.write_bytes(self.buffer.getvalue())
+
+    def close(self) -> None:
+        self.flush()
+
+
+class _RemoteEvents:
+    """tensorboardX's writer factory for gs:// logdirs, through the workdir's path type (gcsfs)
+    rather than tensorboardX's own google-cloud-storage client."""
+
+    def open(self, target: str) -> _RemoteEventFile:
+        return _RemoteEventFile(target)
+
+    def directory_check(self, target: str) -> None:
+        pass  # a bucket has no folders to create
+
+
+def _route_remote_events() -> None:
+    from tensorboardX import record_writer
+
+    for scheme in workdir_lib.REMOTE_SCHEMES:
+        record_writer.register_writer_factory(scheme.split(":")[0], _RemoteEvents())
 
 
 __all__ = ["RunReport", "CURVES_FILE", "summary_line"]

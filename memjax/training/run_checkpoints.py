@@ -20,6 +20,7 @@ from typing import Any
 
 import jax
 
+from memjax import workdir as workdir_lib
 from memjax.training.checkpointing import Checkpointer
 from memjax.training.schedule import CheckpointPolicy
 
@@ -46,7 +47,7 @@ class RunCheckpoints:
         self.run_spec = run_spec
         self.ranks_best = policy.keep_best > 0  # else orbax's "best" step is just the latest
         self.checkpointer = Checkpointer(
-            Path(workdir) / "checkpoints",
+            workdir_lib.path(workdir) / "checkpoints",
             keep_last=policy.keep_last,
             keep_best=policy.keep_best,
             best_metric=BEST_METRIC if policy.keep_best else None,

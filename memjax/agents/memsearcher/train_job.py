@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ml_collections import ConfigDict
 
+from memjax import workdir as workdir_lib
 from memjax.agents.episode_env import EpisodeEnv
 from memjax.agents.memsearcher import job_setup
 from memjax.agents.memsearcher.agent_factory import SEQUENTIAL, episode_factory
@@ -146,7 +147,7 @@ def train_memsearcher(
     from memjax.parallel import make_mesh
     from memjax.rl.trainer import train
 
-    workdir = Path(workdir)
+    workdir = workdir_lib.path(workdir)  # a local folder or gs://
     env = memsearcher_env(config, tokenizer, retriever, config.agent.name)
     tconfig = trainer_config(config, len(train_rows))
     if generate is None:
@@ -194,7 +195,7 @@ def train_job(config: ConfigDict, workdir: str | None) -> dict:
         retriever=retriever,
         train_rows=rows,
     )
-    policy_dir = Path(workdir) / "policy"
+    policy_dir = workdir_lib.path(workdir) / "policy"
     export_hf_decoder(result["params"], model.cfg, policy_dir, tokenizer=model.tokenizer)
     print(f"trained weights: {policy_dir}", flush=True)
     print(summary_line(result), flush=True)  # last: the JSON line tools read
@@ -206,4 +207,4 @@ def write_reward_curve(history: list[dict], path: Path) -> None:
     and the environment's counts)."""
     keep = ("step", "reward", "reward_std", "contexts", "completion_tokens", "step_s")
     rows = [{k: v for k, v in h.items() if k in keep or k.startswith("env/")} for h in history]
-    path.write_text(json.dumps(rows, indent=1))
+    workdir_lib.write_text(path, json.dumps(rows, indent=1))
