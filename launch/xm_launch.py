@@ -117,6 +117,10 @@ class LaunchError(Exception):
     """Something the user can fix: printed as one line, exit 2."""
 
 
+class UnitFailed(Exception):
+    """A local work unit exited non-zero: one line, exit 1."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Target:
     """The hardware the jobs run on and the overrides that tell the config so."""
@@ -353,14 +357,20 @@ def submit(opts: Options, tgt: Target, config: str, units: list[Unit]) -> None:
         if opts.executor != "local":
             stage = Path(tmp)
             stage_image(stage, opts.base_image, image_extras(tgt.hardware))
-        with create(experiment_title=title(opts)) as experiment:
-            [executable] = experiment.package([packageable(opts.executor, stage, opts)])
-            for unit in units:
-                executor = make_executor(opts.executor, tgt.hardware, opts)
-                experiment.add(
-                    xm.Job(executable, executor, args=unit.launch_args(config), env_vars=env)
+        try:
+            with create(experiment_title=title(opts)) as experiment:
+                [executable] = experiment.package([packageable(opts.executor, stage, opts)])
+                for unit in units:
+                    executor = make_executor(opts.executor, tgt.hardware, opts)
+                    job = xm.Job(executable, executor, args=unit.launch_args(config), env_vars=env)
+                    experiment.add(job)
+                print(
+                    f"xm_launch: experiment {experiment.experiment_id}: {len(units)} work unit(s)"
                 )
-            print(f"xm_launch: experiment {experiment.experiment_id}: {len(units)} work unit(s)")
+        except RuntimeError as e:  # xm_local: a local job exited non-zero (its output is above)
+            if opts.executor != "local":
+                raise
+            raise UnitFailed(f"a work unit failed: {str(e).splitlines()[0]}") from None
 
 
 def title(opts: Options) -> str:
@@ -424,7 +434,11 @@ def launch(opts: Options, overrides: list[str]) -> None:
 
 
 def parse(argv: list[str]) -> list[str]:
-    """The launcher's flags, then xmanager's (global) ones; what follows `--` is returned."""
+    """The launcher's flags, then xmanager's (global) ones; what follows `--` is returned.
+    `--dry_run` after `--` is still the launcher's (its check runs every unit's dry run)."""
+    if "--" in argv and "--dry_run" in argv[argv.index("--") :]:
+        cut = argv.index("--")
+        argv = argv[:cut] + ["--dry_run"] + [a for a in argv[cut:] if a != "--dry_run"]
     rest = FLAGS(argv, known_only=True)
     return flags.FLAGS(rest)
 
@@ -435,6 +449,9 @@ def main(argv: list[str]) -> None:
     except (LaunchError, ValueError) as e:  # memjax's ConfigError/HardwareError are ValueErrors
         print(f"xm_launch: error: {str(e).splitlines()[0]}", file=sys.stderr)
         sys.exit(2)
+    except UnitFailed as e:
+        print(f"xm_launch: {e}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -168,7 +168,7 @@ def test_toy_grpo_sweep_through_xmanagers_local_executor(tmp_path):
     for unit in ("wu1", "wu2"):
         assert (workdir / unit / "checkpoints" / str(steps)).is_dir(), result.stdout[-3000:]
         curves = json.loads((workdir / unit / "curves.json").read_text())
-        assert [h["step"] for h in curves["history"]] == list(range(steps))
+        assert [h["step"] for h in curves["history"]] == list(range(1, steps + 1))
         histories.append(curves["history"])
     # the sweep's seeds reached the jobs: the two runs sampled differently
     assert histories[0] != histories[1]
