@@ -8,6 +8,7 @@ run the toy GRPO recipe for real through XManager's local executor, as a sweep o
 import importlib.util
 import json
 import os
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -34,12 +35,8 @@ def _xm_launch():
 
 
 XM = _xm_launch()
-GPU_CONFIG = ConfigDict(
-    {
-        "hardware": {"accelerator": "H100-80GB", "num_devices": 16},
-        "mesh": {"data": 1, "fsdp": 8, "tensor": 2},
-    }
-)
+# 2 hosts x 8 H100, mesh data 1, fsdp 8, tensor 2
+GPU_CONFIG = runpy.run_path(str(REPO / "configs" / "memsearcher_qwen14b.py"))["get_config"]()
 
 
 def _run_launcher(tmp_path, *args):
