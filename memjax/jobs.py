@@ -17,6 +17,7 @@ JOBS: dict[str, str] = {
     "rl.train": "memjax.rl.toy:train_job",
     "index.build": "memjax.memory.corpus:build_index_job",
     "retriever.serve": "memjax.memory.server:serve_job",
+    "memory.serve": "memjax.serving.memory_job:serve_job",
     "memory_r1.build_banks": "memjax.agents.memory_r1.evaluation:build_banks_job",
     "memory_r1.eval": "memjax.agents.memory_r1.evaluation:eval_job",
     "memory_r1.train_manager": "memjax.agents.memory_r1.training:train_manager_job",

@@ -32,3 +32,11 @@ def client(server):
     from openai import OpenAI
 
     return OpenAI(base_url=server.url, api_key="unused", max_retries=0, timeout=300)
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The packaged MiniLM embedder, loaded once for the memory service's tests."""
+    from memjax.memory.embedder import Embedder
+
+    return Embedder.load("packaged:minilm")
