@@ -105,7 +105,8 @@ def manager_decisions(memories: Sequence[dict], facts: Sequence[str]) -> list[di
                 event, target = "UPDATE", memory
                 break
         if target is None:
-            items.append({"id": str(len(memories) + len(items)), "text": fact, "event": "ADD"})
+            added = sum(item["event"] == "ADD" for item in items)
+            items.append({"id": str(len(memories) + added), "text": fact, "event": "ADD"})
             continue
         claimed.add(str(target["id"]))
         item = {"id": str(target["id"]), "text": fact, "event": event}
