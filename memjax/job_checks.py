@@ -174,7 +174,16 @@ def _sft(config) -> None:
     at_least(config, 0, ("data.max_per_role",))
 
 
+def _memory_serve(config) -> None:
+    from memjax.serving.memory_job import serve_settings
+
+    # The banks' root may come from --workdir, which the job itself checks when it starts.
+    _, memory = serve_settings(config, workdir="<workdir>")
+    memory.check_sources()
+
+
 CHECKS: dict[str, Callable] = {
+    "memory.serve": _memory_serve,
     "rl.train": _toy_rl,
     "sft.train": _sft,
     "memory_r1.build_banks": _memory_r1_eval,

@@ -27,6 +27,13 @@ class MemoryConfig:
     related_k: int = 10  # memories shown to the manager per add
     limits: InputLimits = InputLimits()
 
+    def check_sources(self) -> None:
+        """Every role's model exists (validate() checks the values only)."""
+        from memjax.memory_layer.roles import check_sources
+
+        for role in ("facts", "manager", "answer"):
+            check_sources(getattr(self, role), f"config.memory.{role}")
+
     def validate(self) -> None:
         if not str(self.root).strip():
             raise ConfigError("config.memory.root: a directory for the users' banks is required")

@@ -101,6 +101,7 @@ class Memory:
         if isinstance(config, dict):
             config = MemoryConfig.from_dict(config)
         config.validate()
+        config.check_sources()  # a wrong path fails before the embedder loads
         embedder = Embedder.load(config.embedder, layout=config.embedder_layout or None)
         return cls(
             config.root,

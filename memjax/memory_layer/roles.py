@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 
 from memjax.agents.memory_r1.policy import ChatPolicy
 from memjax.errors import ConfigError
@@ -62,11 +63,28 @@ def register_source(prefix: str, build: SourceBuilder) -> None:
     _BUILDERS[prefix] = build
 
 
+def check_sources(spec: RoleSpec, field: str) -> None:
+    """The spec's source (and trained weights) exist: a ConfigError naming the field if not,
+    before anything loads."""
+    from memjax.checkpoints import packaged
+    from memjax.errors import CheckpointError
+
+    spec.validate(field)
+    if spec.source == SCRIPTED or spec.source.split(":", 1)[0] in _BUILDERS:
+        return
+    try:
+        packaged.resolve(spec.source)
+    except CheckpointError as e:  # unknown packaged name, or no such path
+        raise ConfigError(f"{field}.source={spec.source!r}: {e}") from None
+    if spec.trained and not Path(spec.trained).expanduser().is_dir():
+        raise ConfigError(f"{field}.trained={spec.trained!r}: no such directory")
+
+
 def role_policy(spec: RoleSpec, role: str) -> ChatPolicy:
     """The ChatPolicy a spec names, for one of ROLES."""
     if role not in ROLES:
         raise ValueError(f"role {role!r}; valid: {', '.join(ROLES)}")
-    spec.validate(f"config.memory.{role}")
+    check_sources(spec, f"config.memory.{role}")
     if spec.source == SCRIPTED:
         return _SCRIPTED[role]()
     prefix = spec.source.split(":", 1)[0]
