@@ -19,7 +19,6 @@ _EXPORTS = {
     "clipped_policy_loss": "memjax.rl.losses",
     "kl_estimate": "memjax.rl.losses",
     "value_loss": "memjax.rl.losses",
-    "aggregate": "memjax.rl.losses",
     "policy_objective": "memjax.rl.losses",
     # rollouts and environments
     "Environment": "memjax.rl.environment",
