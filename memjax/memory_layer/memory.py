@@ -152,16 +152,15 @@ class Memory:
         if not turns:
             return [], None
         parsed = parse_facts(self._call(self.facts, render_fact_messages(turns, date)))
-        self.counters[f"facts_json_{parsed.json_status}"] += 1
-        self.counters["facts_total"] += len(parsed.facts)
+        self._count({f"facts_json_{parsed.json_status}": 1, "facts_total": len(parsed.facts)})
         if not parsed.facts:  # nothing to remember: no manager call (as Mem0)
             return [], None
         chat, ids = manager_messages(user.bank, parsed.facts, user.user_id, self.related_k)
         output = self._call(self.manager, chat)
         decision = parse_manager_output(output, ids)
-        self.counters.update(f"manager_{k}" for k in decision.counts().elements())
-        self.counters["manager_calls"] += 1
-        self.counters["manager_well_formed"] += decision.well_formed
+        counts = Counter({f"manager_{k}": n for k, n in decision.counts().items()})
+        counts.update(manager_calls=1, manager_well_formed=int(decision.well_formed))
+        self._count(counts)
         ops = [to_bank_op(op, user.user_id, date) for op in decision.ops]
         return [_with_new_id(op) for op in ops], output
 
@@ -182,8 +181,10 @@ class Memory:
         results = user.bank.apply_many(ops, provenance)
         now = iso_time(self.clock())
         out = []
+        self._count(
+            Counter(f"bank_{r.reason}" if not r.accepted else "bank_accepted" for r in results)
+        )
         for op, result in zip(ops, results):
-            self.counters["bank_accepted" if result.accepted else f"bank_{result.reason}"] += 1
             if not result.accepted or op.kind == O.NOOP:
                 continue
             if op.kind == O.ADD:
@@ -308,8 +309,7 @@ class Memory:
         prompt = render_answer_prompt(users[0], retrieved[0], users[1], retrieved[1], question)
         output = self._call(self.answer_agent, [{"role": "user", "content": prompt}])
         parsed = parse_answer(output)
-        self.counters["answers_total"] += 1
-        self.counters["answers_has_marker"] += parsed.has_marker
+        self._count({"answers_total": 1, "answers_has_marker": int(parsed.has_marker)})
         return {
             "answer": parsed.answer,
             "selected_memories": list(parsed.selected_memories),
@@ -323,6 +323,11 @@ class Memory:
             return dict(self.counters)
 
     # ------------------------------------------------------------------ internals
+
+    def _count(self, counts) -> None:
+        """Adds to the counters (adds for different users run at once)."""
+        with self._lock:
+            self.counters.update(counts)
 
     def _call(self, policy: ChatPolicy, messages: list[dict]) -> str:
         with self._model_lock:
