@@ -138,7 +138,7 @@ class Memory:
             if infer:
                 ops, output = self._inferred_ops(user, messages, date)
             else:
-                ops, output = self._raw_ops(user_id, messages, date), None
+                ops, output = self._raw_ops(user, messages, date), None
             results = self._apply(user, ops, Provenance(source, output), metadata)
         return {"results": results}
 
@@ -164,13 +164,20 @@ class Memory:
         ops = [to_bank_op(op, user.user_id, date) for op in decision.ops]
         return [_with_new_id(op) for op in ops], output
 
-    def _raw_ops(self, user_id: str, messages, date: str) -> list[MemoryOp]:
-        limit = self.limits.max_message_chars
+    def _raw_ops(self, user: UserMemories, messages, date: str) -> list[MemoryOp]:
+        """infer=False: each message a memory, as long as a memory may be (the bank's bound,
+        checked here so a refusal is the caller's error, not a silently missing result)."""
+        limit = user.bank.max_text_chars
         for i, m in enumerate(messages):
             if m["role"] != "system" and len(m["content"]) > limit:
-                raise MemoryInputError(f"messages[{i}].content: longer than {limit} characters")
+                raise MemoryInputError(
+                    f"messages[{i}].content: {len(m['content'])} characters; a memory stored "
+                    f"without inference holds at most {limit}"
+                )
         return [
-            MemoryOp(O.ADD, id=uuid.uuid4().hex, text=m["content"], owner=user_id, timestamp=date)
+            MemoryOp(
+                O.ADD, id=uuid.uuid4().hex, text=m["content"], owner=user.user_id, timestamp=date
+            )
             for m in messages
             if m["role"] != "system"
         ]

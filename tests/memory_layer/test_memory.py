@@ -96,6 +96,7 @@ def test_api_round_trip_and_restart(tmp_path, minilm):
         (lambda m: m.add("hi there friend", user_id=""), "user_id"),
         (lambda m: m.add("hi there friend", user_id="u", metadata={"x": float("nan")}), "metadata"),
         (lambda m: m.add("hi there friend", user_id="u", infer="no"), "infer"),
+        (lambda m: m.add("x" * 5000, user_id="u", infer=False), "messages[0].content"),
         (lambda m: m.search("q", user_id="u", top_k=0), "top_k"),
         (lambda m: m.update("nope", ""), "text"),
         (lambda m: m.answer("q?", user_id=["a", "b", "c"]), "user_id"),
