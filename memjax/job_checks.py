@@ -178,8 +178,14 @@ def _memory_serve(config) -> None:
     from memjax.serving.memory_job import serve_settings
 
     # The banks' root may come from --workdir, which the job itself checks when it starts.
+    serve_settings(config, workdir="<workdir>")
+
+
+def _memory_serve_inputs(config) -> None:
+    from memjax.serving.memory_job import serve_settings
+
     _, memory = serve_settings(config, workdir="<workdir>")
-    memory.check_sources()
+    memory.check_sources()  # every role's model path, before any is loaded
 
 
 CHECKS: dict[str, Callable] = {
@@ -388,6 +394,7 @@ INPUT_CHECKS: dict[str, Callable] = {
     "memory_r1.train_answer": lambda c: check_conversations(c, "train"),
     "index.build": _index_build_inputs,
     "retriever.serve": _serve_inputs,
+    "memory.serve": _memory_serve_inputs,
 }
 
 

@@ -78,9 +78,10 @@ def launch_argv(tokens: list[str]) -> list[str]:
         return tokens[tokens.index("memjax.launch") + 1 :]
     script = next(i for i, t in enumerate(tokens) if t.startswith("launch/"))
     rest = tokens[script + 1 :]
-    if tokens[script].endswith(".sh"):  # launch/slurm.sh CONFIG WORKDIR [--config.x=y ...]
-        positional = [t for t in rest if not t.startswith("-")][:2]
-        config, workdir = (positional + ["", ""])[:2]
+    if tokens[script].endswith(".sh"):  # launch/X.sh [NAME ZONE] CONFIG WORKDIR [--config.x=y ...]
+        positional = [t for t in rest if not t.startswith("-")]
+        at = next((i for i, t in enumerate(positional) if t.endswith(".py")), 0)
+        config, workdir = (positional[at : at + 2] + ["", ""])[:2]
         keep = [t for t in rest if t.startswith("--config.")]
         return [f"--config={config}", f"--workdir={workdir}", *keep]
     keep = [t for t in rest if t.startswith(("--config=", "--config.", "--workdir="))]

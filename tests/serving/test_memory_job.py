@@ -14,7 +14,7 @@ import requests
 from ml_collections import ConfigDict
 
 from memjax.errors import ConfigError
-from memjax.job_checks import check_job_config
+from memjax.job_checks import check_inputs, check_job_config
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "configs" / "memory_serve.py"
@@ -40,6 +40,16 @@ def config(**overrides) -> ConfigDict:
         ({"server__host": ""}, "config.server.host"),
         ({"server__max_body_bytes": 0}, "config.server.max_body_bytes"),
         ({"memory__related_k": 0}, "config.memory.related_k"),
+    ],
+)
+def test_bad_config_names_the_field(overrides, field):
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        check_job_config("memory.serve", config(**overrides))
+
+
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
         ({"memory__manager__source": "/no/such/model"}, "config.memory.manager.source"),
         ({"memory__answer__source": "packaged:nope"}, "config.memory.answer.source"),
         (
@@ -48,9 +58,9 @@ def config(**overrides) -> ConfigDict:
         ),
     ],
 )
-def test_bad_config_names_the_field(overrides, field):
+def test_a_missing_model_names_the_field_before_the_job_starts(overrides, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
-        check_job_config("memory.serve", config(**overrides))
+        check_inputs("memory.serve", config(**overrides))
 
 
 def test_default_config_passes_its_checks():
