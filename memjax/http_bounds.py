@@ -25,6 +25,7 @@ import asyncio
 import json
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import uvicorn
@@ -217,3 +218,40 @@ __all__ = [
     "remaining",
     "until_deadline",
 ]
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over `max_bytes` gets 413, by its Content-Length or,
+    without one, as soon as the bytes read pass the limit (nothing larger is ever held).
+    `refusal(max_bytes)` is the JSON body of the 413, in the server's own error shape."""
+
+    def __init__(self, app, max_bytes: int, refusal: Callable[[int], dict]):
+        self.app, self.max_bytes, self.refusal = app, int(max_bytes), refusal
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope.get("headers") or ()).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+            return await self._refuse(scope, receive, send)
+        seen = 0
+
+        async def limited():
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope, receive, send):
+        await JSONResponse(self.refusal(self.max_bytes), 413)(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    """The body passed the limit while it was read."""

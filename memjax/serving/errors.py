@@ -74,43 +74,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(Exception, _internal)
 
 
-class BodyLimit:
-    """ASGI middleware: a request body over `max_bytes` gets 413 (by its Content-Length, or
-    while it streams in when it has none)."""
-
-    def __init__(self, app, max_bytes: int):
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        headers = dict(scope.get("headers") or [])
-        length = headers.get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
-            return await self._refuse(send)
-        seen = 0
-
-        async def limited():
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.max_bytes:
-                raise _TooLarge
-            return message
-
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._refuse(send)
-
-    async def _refuse(self, send):
-        message = f"request body over the server's limit of {self.max_bytes} bytes"
-        response = JSONResponse(
-            error_body(message, "invalid_request_error", None, "too_large"), 413
-        )
-        await response({"type": "http"}, None, send)
-
-
-class _TooLarge(Exception):
-    pass
+def too_large(max_bytes: int) -> dict:
+    """The 413 body of a request over the server's size limit (memjax.http_bounds.BodyLimit)."""
+    message = f"request body over the server's limit of {max_bytes} bytes"
+    return error_body(message, "invalid_request_error", None, "too_large")

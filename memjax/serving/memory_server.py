@@ -37,6 +37,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
+from memjax.http_bounds import BodyLimit
 from memjax.memory_layer import Memory, MemoryInputError, MemoryNotFound
 from memjax.memory_layer.shapes import InputLimits
 
@@ -122,47 +123,14 @@ def _install_errors(app: FastAPI) -> None:
     app.add_exception_handler(Exception, internal)
 
 
-class BodyLimit:
-    """ASGI middleware: a body over `max_bytes` gets 413, by its Content-Length or, without
-    one, as soon as the bytes read pass the limit (nothing larger is ever held)."""
-
-    def __init__(self, app, max_bytes: int):
-        self.app, self.max_bytes = app, int(max_bytes)
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        length = dict(scope.get("headers", ())).get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
-            return await self._refuse(scope, receive, send)
-        seen = 0
-
-        async def limited():
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.max_bytes:
-                raise _TooLarge
-            return message
-
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._refuse(scope, receive, send)
-
-    async def _refuse(self, scope, receive, send):
-        detail = f"request body larger than {self.max_bytes} bytes"
-        await JSONResponse({"detail": detail}, 413)(scope, receive, send)
-
-
-class _TooLarge(Exception):
-    pass
+def _too_large(max_bytes: int) -> dict:
+    return {"detail": f"request body larger than {max_bytes} bytes"}
 
 
 def make_app(memory: Memory, settings: ServerSettings = ServerSettings()) -> FastAPI:
     app = FastAPI(title="memjax memory service", version="1.0.0")
     _install_errors(app)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, refusal=_too_large)
 
     @app.get("/health")
     def health():

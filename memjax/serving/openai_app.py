@@ -23,6 +23,7 @@ import uuid
 from fastapi import FastAPI
 from fastapi.responses import StreamingResponse
 
+from memjax.http_bounds import BodyLimit
 from memjax.serving import errors
 from memjax.serving.batcher import Batcher
 from memjax.serving.errors import ApiError
@@ -49,7 +50,7 @@ def make_app(model, settings: ServerSettings) -> FastAPI:
     app = FastAPI(title="memjax OpenAI-compatible server", docs_url=None, redoc_url=None)
     app.state.batcher = batcher
     errors.install(app)
-    app.add_middleware(errors.BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, refusal=errors.too_large)
     api = _Api(engine, batcher, settings)
     app.add_api_route("/v1/models", api.models, methods=["GET"])
     app.add_api_route("/v1/chat/completions", api.chat, methods=["POST"])
