@@ -33,7 +33,7 @@ from memjax.errors import UserError
 from memjax.fingerprint import text_sha256
 from memjax.memory.atomic import atomic_write_text
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 DONE_FILE = "stage.json"
 STAGE_REF = re.compile(r"\{(\w+)\}")  # "{ms_sft}" in an override: that stage's workdir
 LOG_FILE = "stage.log"
