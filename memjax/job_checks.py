@@ -11,13 +11,13 @@ check their own bounds; the other sections' sizes are checked here by dotted pat
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from memjax.errors import ConfigError, DataError, StaleArtefactError
 from memjax.fingerprint import describe
+from memjax.workdir import is_remote
 
 
 def _lookup(config, dotted: str):
@@ -245,8 +245,10 @@ def check_config_file(path: str) -> str | None:
 
 
 def check_workdir(workdir: str | None) -> None:
-    """The output directory can be written (or made): checked without creating it."""
-    if not workdir:
+    """The output directory can be written (or made): a directory is made and removed in it,
+    or in its nearest existing ancestor, so that what the permission bits do not show (a
+    read-only mount, /proc) is caught too. A gs:// workdir is checked by `memjax.workdir`."""
+    if not workdir or is_remote(workdir):
         return
     path = Path(workdir).expanduser()
     if path.exists() and not path.is_dir():
@@ -254,14 +256,14 @@ def check_workdir(workdir: str | None) -> None:
     existing = path
     while not existing.exists():
         existing = existing.parent
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"--workdir={workdir}: {existing} is not writable")
-    if existing == path:
-        try:
-            with tempfile.TemporaryFile(dir=path):
-                pass
-        except OSError as e:
-            raise ConfigError(f"--workdir={workdir}: not writable ({e.strerror})") from None
+    if not existing.is_dir():
+        raise ConfigError(f"--workdir={workdir}: {existing} is not a directory")
+    try:
+        with tempfile.TemporaryDirectory(dir=existing):
+            pass
+    except OSError as e:
+        where = "" if existing == path else f" (nothing can be made in {existing})"
+        raise ConfigError(f"--workdir={workdir}: not writable{where}: {e.strerror}") from None
 
 
 def check_corpus_file(path: str, field: str) -> None:

@@ -101,7 +101,14 @@ def _launch(argv) -> None:
 
         config_file = config_flags.get_config_filename(flags.FLAGS["config"])
         sys.exit(dry_run.run(config, config_file, _WORKDIR.value))
-    job_checks.check_inputs(job_name, config, _WORKDIR.value)  # files, index, URL, workdir
+    # Every model's weights, then files, index, URL and workdir: as --dry_run checks them, so a
+    # missing path is named by its field before any model loads or corpus is embedded.
+    from memjax import input_checks  # loads the checkpoint readers: after the cheap checks
+
+    missing = input_checks.check_weights(config)
+    if missing:
+        _fail(missing[0].line())
+    job_checks.check_inputs(job_name, config, _WORKDIR.value)
     plan = distributed.maybe_initialize(config)  # DistributedConfigError is a UserError
     if plan is not None:
         # Every process runs the job; only process 0 speaks at INFO (metrics, progress).

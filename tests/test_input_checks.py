@@ -102,8 +102,14 @@ def test_workdir_that_cannot_be_written(tmp_path):
     if os.geteuid() != 0:  # root writes anywhere
         locked = tmp_path / "locked"
         locked.mkdir(mode=0o500)
-        with pytest.raises(ConfigError, match="is not writable"):
+        with pytest.raises(ConfigError, match="not writable"):
             job_checks.check_workdir(str(locked / "run"))
+    # A directory nothing can be made in whatever the permission bits say (root included).
+    if os.path.isdir("/proc/self"):
+        with pytest.raises(ConfigError, match=r"--workdir=/proc/memjax/run: not writable"):
+            job_checks.check_workdir("/proc/memjax/run")
+    job_checks.check_workdir("gs://bucket/run")  # memjax.workdir's to check, not a local path
+    assert not Path("gs:").exists()
 
 
 def test_corpus_file_and_eval_only_data(tmp_path):
