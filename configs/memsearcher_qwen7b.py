@@ -17,5 +17,5 @@ def get_config():
         num_devices=8,
         mesh={"data": 1, "fsdp": 4, "tensor": 2},
         micro_batch_per_device=1,
-        decode_batch=256,
+        decode_batch=240,
     )

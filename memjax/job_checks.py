@@ -136,11 +136,14 @@ def _memsearcher_train(config) -> None:
     from memjax.agents.memsearcher.train_job import trainer_config
     from memjax.models.lora_config import lora_from_section
     from memjax.rl.losses import PolicyLossConfig
-    from memjax.rl.run_config import RLRunConfig
-    from memjax.training.sections import read_section
+    from memjax.rl.run_config import RLRunConfig, wave_problem
+    from memjax.training.sections import read_section, require
     from memjax.training.states import optimizer_from
 
     _memsearcher(config)
+    decode = int(config.rollout.get("decode_batch", 0))
+    problem = wave_problem(decode, int(config.rollout.group_size), _lookup(config, "mesh"))
+    require(problem is None, "config.rollout.decode_batch", decode, problem)
     # The sections the trainer takes over whole, named where the user sets them (the
     # translated section below would name them under config.train).
     optimizer_from(config.optimizer, "config.optimizer", 1)

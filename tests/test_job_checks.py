@@ -41,6 +41,10 @@ CASES = [
     ("grpo_qwen7b.py", "rl.prompts_per_step", 0, r"config.rl.prompts_per_step=0: must be >= 1"),
     ("ppo_qwen3b.py", "rl.group_size", 0, r"config.rl.group_size=0: must be >= 1"),
     ("grpo_qwen7b.py", "rl.decode_batch", -1, r"config.rl.decode_batch=-1: must be >= 0"),
+    # A decode wave is whole groups split evenly over data x fsdp (else its KV cache replicates).
+    ("grpo_qwen7b.py", "rl.decode_batch", 100, r"rl.decode_batch=100: must be a multiple of 8 "),
+    ("memsearcher_qwen7b.py", "rollout.decode_batch", 250, r"of 20 .*fsdp = 4\), e.g. 240$"),
+    ("memsearcher_qwen3b.py", "rollout.decode_batch", 256, r"^config.rollout.decode_batch=256: "),
     ("grpo_qwen7b.py", "data.max_questions", -1, r"config.data.max_questions=-1: must be >= 0"),
     # MemSearcher's trainer sections, named where they are set (not as the trainer's copy).
     ("memsearcher_cpu.py", "optimizer.learning_rate", -1e-6, r"^config.optimizer.learning_rate="),

@@ -183,7 +183,7 @@ def paper_config(
     mesh: Mapping[str, int],
     accelerator: str = PAPER_ACCELERATOR,
     micro_batch_per_device: int = 1,
-    decode_batch: int = 256,
+    decode_batch: int = 240,
     remat: str = "full",
 ) -> ConfigDict:
     """`memsearcher_config` at the paper's scale: the model's shape (`model.preset`), its

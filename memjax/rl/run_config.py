@@ -103,6 +103,8 @@ class RLRunConfig:
             require(ints[name] >= 1, f"{path}.{name}", ints[name], "must be >= 1")
         decode = ints["decode_batch"]
         require(decode >= 0, f"{path}.decode_batch", decode, "must be >= 0 (0: a step's rows)")
+        problem = wave_problem(decode, ints["group_size"], as_dict(values.get("mesh")))
+        require(problem is None, f"{path}.decode_batch", decode, problem)
         shared = ints["shared_prompt"]
         require(shared >= 0, f"{path}.shared_prompt", shared, "must be >= 0 (0: off)")
         advantage = read_section(AdvantageConfig, values.get("advantage"), f"{path}.advantage")
@@ -157,6 +159,23 @@ class RLRunConfig:
         return rc
 
 
+def wave_problem(decode_batch: int, group_size: int, mesh: dict | None) -> str | None:
+    """Why `decode_batch` rows cannot be a wave of whole groups split evenly over the mesh's
+    batch shards (data x fsdp), or None. A wave that does not divide is laid out whole on every
+    device: its KV cache is replicated, not sharded, which no memory plan counts."""
+    if decode_batch <= 0:
+        return None
+    sizes = [int((mesh or {}).get(axis, 1)) for axis in ("data", "fsdp")]
+    shards = math.prod(sizes) if min(sizes) > 0 else 1  # a -1 axis is sized at run time
+    unit = math.lcm(group_size, shards)
+    if decode_batch % unit == 0:
+        return None
+    return (
+        f"must be a multiple of {unit} (whole groups of {group_size} rows, split evenly over "
+        f"the mesh's data x fsdp = {shards}), e.g. {max(unit, decode_batch // unit * unit)}"
+    )
+
+
 _INT_FIELDS = {
     "group_size": None,
     "prompts_per_step": None,
@@ -208,4 +227,4 @@ def _int(values: dict, name: str, path: str, default) -> int:
     return int(v)
 
 
-__all__ = ["RLRunConfig", "AdvantageConfig", "ALGOS"]
+__all__ = ["RLRunConfig", "AdvantageConfig", "ALGOS", "wave_problem"]
