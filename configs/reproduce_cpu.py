@@ -67,7 +67,7 @@ def get_config() -> ConfigDict:
     # near 25 min; the run that beat SFT on held-out EM by 2.15 se (docs/results.md) took 24
     # steps at 2e-5, ~2 hours here.
     ms.grpo_learning_rate = 1e-5
-    ms.grpo_shared_prompt = 256  # a micro-batch's common opening runs once (rl.shared_prompt)
+    ms.grpo_shared_prefix = 256  # a micro-batch's common opening runs once (rl.shared_prefix)
     ms.eval_questions = 20  # held-out questions per agent
     ms.eval_max_turns = 5
     ms.baselines = "search_r1,react,rag"  # evaluated with the base model beside MemSearcher
@@ -90,7 +90,7 @@ def get_config() -> ConfigDict:
     # synthetic data's ground truth; "" the policy model; or a model path.
     mr1.snapshot_teacher = "oracle"
     mr1.rl_steps = 4
-    mr1.rl_shared_prompt = 256  # a group's prompt runs once per micro-batch (rl.shared_prompt)
+    mr1.rl_shared_prefix = 256  # a group's prompt runs once per micro-batch (rl.shared_prefix)
     mr1.rl_prompts_per_step = 4
     mr1.rl_group_size = 4
     mr1.rl_seq_len = 2048

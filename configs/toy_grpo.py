@@ -40,7 +40,7 @@ def get_config() -> ConfigDict:
     c.mini_batch_rows = 0  # "in_order": rows per update (MemSearcher: 128 questions x G)
     c.mini_batch_shards = 1  # "in_order": verl's data-parallel ranks, each cutting its slice
     c.micro_batches = 1
-    c.shared_prompt = 0  # > 0: a micro-batch's rows run a prompt they share once (rl.shared_prompt)
+    c.shared_prefix = 0  # > 0: a micro-batch's rows run a prompt they share once (rl.shared_prefix)
     c.seq_len = 8  # 2 prompt + 6 completion tokens
     c.vocab_chunk = 16
     c.old_logprobs = "trainer"  # recompute (the sampler's are logged as the gap metric)

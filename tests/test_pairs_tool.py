@@ -95,6 +95,6 @@ def test_bench_prints_the_report_as_its_last_line(monkeypatch, capsys):
 def test_bench_command_lists_the_benchmarks_and_refuses_an_unknown_name(tmp_path):
     run = [sys.executable, str(ROOT / "tools" / "bench.py")]
     listing = subprocess.run([*run, "--help"], capture_output=True, text=True, cwd=tmp_path)
-    assert listing.returncode == 0 and "rl_shared_prompt" in listing.stdout
+    assert listing.returncode == 0 and "rl_shared_prefix" in listing.stdout
     bad = subprocess.run([*run, "nope"], capture_output=True, text=True, cwd=tmp_path)
     assert bad.returncode == 2 and "invalid choice: 'nope'" in bad.stderr

@@ -28,7 +28,7 @@ BENCHMARKS = (
     "index",
     "lora_step",
     "prefill_chunks",
-    "rl_shared_prompt",
+    "rl_shared_prefix",
     "rl_trained_positions",
     "sampling",
     "serving",

@@ -1,5 +1,7 @@
-"""Rows that open with the same prompt: the shared prefix runs once per batch (SFT's batches
-of rows grouped by prompt, `memjax.sft.batches`; a GRPO group, `memjax.rl.shared_prompt`).
+"""The shared prefix, row by row: how rows that open with the same untrained tokens are found
+(common_prefix_length, shared_length, prefix_groups), laid out (PREFIX_PAD) and run once
+(prefix_predictors); its users are the RL update (`memjax.rl.shared_prefix`), SFT's batches
+(`memjax.sft.batches`) and the sampler (`memjax.sampling.prefix`, its prefill blocks).
 
 A Memory-R1 manager row is about 1,200 tokens with 70 of them trained, and its first ~830 (the
 system turn and the fixed instructions before the memory list) are the same in every manager
@@ -12,6 +14,8 @@ sums), at 830 + 4 x 370 token-forwards in place of 4 x 1,200.
 
     P = shared_length(token_rows, loss_masks, granularity=64, minimum=256)   # 0: nothing shared
     states = prefix_predictors(params, cfg, prefix, tokens, token_mask)     # prefix [1, P]
+    keys = prefix_groups(token_rows, loss_masks, 256)   # SFT: rows with equal keys share batches
+    n = common_prefix_length(prompts)                   # the sampler: tokens all prompts open with
 
 P is rounded down to a multiple of `granularity` so that few (prefix, remainder) shapes are
 compiled; the tokens past it go with the remainder.
@@ -29,6 +33,17 @@ from memjax.models import decoder
 from memjax.models.kv_cache import init_cache, repeat_rows
 
 PREFIX_PAD = -1  # fills a prefix shorter than its batch's prefix width; never a token id
+
+
+def common_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
+    """How many leading tokens every prompt has in common."""
+    shortest = min(len(p) for p in prompts)
+    first = prompts[0]
+    for i in range(shortest):
+        token = first[i]
+        if any(p[i] != token for p in prompts[1:]):
+            return i
+    return shortest
 
 
 def shared_length(
@@ -51,6 +66,17 @@ def shared_length(
             n = int(differ[0])
     n = max(n, 0) // granularity * granularity
     return n if n >= max(minimum, 1) else 0
+
+
+def prefix_groups(token_rows, loss_masks, length: int) -> list[bytes | None]:
+    """Each row's first `length` tokens as bytes (rows with equal keys share at least that
+    prefix, so they can share batches), or None for a row no longer than it or training one of
+    its tokens."""
+    keys: list[bytes | None] = []
+    for tokens, mask in zip(token_rows, loss_masks):
+        usable = len(tokens) > length and not np.any(mask[:length])
+        keys.append(np.asarray(tokens[:length], np.int32).tobytes() if usable else None)
+    return keys
 
 
 def prefix_predictors(
@@ -104,4 +130,10 @@ def prefix_predictors(
     return jnp.concatenate([first, hidden[:, :-1]], axis=1)
 
 
-__all__ = ["PREFIX_PAD", "shared_length", "prefix_predictors"]
+__all__ = [
+    "PREFIX_PAD",
+    "common_prefix_length",
+    "shared_length",
+    "prefix_groups",
+    "prefix_predictors",
+]

@@ -60,7 +60,7 @@ def rl_config(algo: str, group_size: int, prompts_per_step: int, seq_len: int) -
     rl.mini_batches = 1
     rl.micro_batches = 1
     rl.decode_batch = 0  # rows the sampler decodes at once over the mesh; 0: a step's all
-    rl.shared_prompt = 0  # e.g. 256: a group's rows run their prompt once (memjax.rl.shared_prompt)
+    rl.shared_prefix = 0  # e.g. 256: a group's rows run their prompt once (memjax.rl.shared_prefix)
     rl.seq_len = seq_len
     rl.vocab_chunk = 4096
     rl.old_logprobs = "trainer"

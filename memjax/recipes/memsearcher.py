@@ -126,8 +126,8 @@ def memsearcher_config(model_source: str, data_root: str = "/data/FlashRAG_datas
     config.train.micro_batches = 1
     config.train.vocab_chunk = 4096  # log-probs computed over the vocabulary in chunks
     # > 0 (e.g. 256): the rows of a micro-batch run the opening they share (a group's first
-    # context, the instructions and question of the later ones) once (memjax.rl.shared_prompt).
-    config.train.shared_prompt = 0
+    # context, the instructions and question of the later ones) once (memjax.rl.shared_prefix).
+    config.train.shared_prefix = 0
     config.train.advantage_eps = 1e-6  # A = (R - mean_G) / (std_G + eps), unbiased std
     config.train.save_every_steps = 20
     return config

@@ -80,8 +80,8 @@ class RLRunConfig:
     # epoch) or "in_order" (chunks of `mini_batch_rows`, MemSearcher's trainer).
     mini_batch: MiniBatchConfig = MiniBatchConfig()
     # > 0: a micro-batch's rows that open with at least this many equal untrained tokens (a
-    # GRPO group's prompt) run them once (memjax.rl.shared_prompt); 0 runs every row whole.
-    shared_prompt: int = 0
+    # GRPO group's prompt) run them once (memjax.rl.shared_prefix); 0 runs every row whole.
+    shared_prefix: int = 0
     decode_batch: int = 0  # rows decoded at once over the mesh; 0: all of a step's rows
 
     @property
@@ -105,8 +105,8 @@ class RLRunConfig:
         require(decode >= 0, f"{path}.decode_batch", decode, "must be >= 0 (0: a step's rows)")
         problem = wave_problem(decode, ints["group_size"], as_dict(values.get("mesh")))
         require(problem is None, f"{path}.decode_batch", decode, problem)
-        shared = ints["shared_prompt"]
-        require(shared >= 0, f"{path}.shared_prompt", shared, "must be >= 0 (0: off)")
+        shared = ints["shared_prefix"]
+        require(shared >= 0, f"{path}.shared_prefix", shared, "must be >= 0 (0: off)")
         advantage = read_section(AdvantageConfig, values.get("advantage"), f"{path}.advantage")
         if algo == "grpo" and advantage.singleton_group == "zero":
             require(
@@ -184,7 +184,7 @@ _INT_FIELDS = {
     "mini_batches": 1,
     "micro_batches": 1,
     "vocab_chunk": 4096,
-    "shared_prompt": 0,
+    "shared_prefix": 0,
     "decode_batch": 0,  # rows the sampler decodes at once over the mesh (0: a step's all)
     "mini_batch_rows": 0,
     "mini_batch_shards": 1,

@@ -57,7 +57,7 @@ def policy_train_step(
     ([B, T] each), ref_logp when loss_cfg.kl_coef > 0, optionally sampler_logp (for the gap)
     and loss_positions / loss_valid [B, K] (`memjax.training.logprobs.trained_positions`: then only
     the trained tokens go through the unembedding), optionally "prefix" [B, P] with the rows
-    cut after it (`memjax.rl.shared_prompt`: each micro-batch runs it once). `compose`: see TrainStep (LoRA:
+    cut after it (`memjax.rl.shared_prefix`: each micro-batch runs it once). `compose`: see TrainStep (LoRA:
     `memjax.training.lora_state.policy_step_kwargs`)."""
     model_rules = normalize_rules(rules) if mesh is not None else None
 
@@ -72,7 +72,7 @@ def policy_train_step(
             chunk=vocab_chunk,
             with_entropy=True,
             at=at,
-            prefix=mb["prefix"][:1] if "prefix" in mb else None,  # memjax.rl.shared_prompt
+            prefix=mb["prefix"][:1] if "prefix" in mb else None,  # memjax.rl.shared_prefix
             mesh=mesh,
             rules=model_rules,
         )

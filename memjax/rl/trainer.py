@@ -54,7 +54,7 @@ from memjax.rl.environment import Environment
 from memjax.rl.minibatches import pad_plan, padded_size, plan_mini_batches, take_rows
 from memjax.rl.rollout import Completion, pack, run_in_waves
 from memjax.rl.run_config import ALGOS, RLRunConfig
-from memjax.rl.shared_prompt import SHARED_PROMPT_GRANULARITY, restore_order, share_prompts
+from memjax.rl.shared_prefix import SHARED_PREFIX_GRANULARITY, restore_order, share_prefixes
 from memjax.sampling.sampling_params import SamplingParams
 from memjax.training import host_batches
 from memjax.training import lora_state as lora_lib
@@ -171,9 +171,9 @@ class RLTask:
     ):
         if rc.lora is not None:
             cfg = cfg.replace(lora=rc.lora)
-        if rc.shared_prompt and host_batches.multi_host():
+        if rc.shared_prefix and host_batches.multi_host():
             raise ConfigError(
-                "config.rl.shared_prompt: one host only (a global micro-batch holds every "
+                "config.rl.shared_prefix: one host only (a global micro-batch holds every "
                 "host's rows, which share no prompt); set it to 0"
             )
         self.rc, self.env, self.cfg = rc, env, cfg
@@ -354,10 +354,10 @@ class RLTask:
 
     def _trained_rows(self, batch) -> tuple[dict, np.ndarray]:
         """The rows the log-prob passes score, on the mesh, and the order that undoes their
-        arrangement (with rl.shared_prompt, regrouped so that each chunk runs the prompt its
+        arrangement (with rl.shared_prefix, regrouped so that each chunk runs the prompt its
         rows share once). Arranged once per step: the old and the reference pass share it."""
         keys = ("tokens", "token_mask", "loss_mask", "loss_positions", "loss_valid")
-        rows, order = self._share_prompts({k: batch[k] for k in keys}, self.logprob_chunks)
+        rows, order = self._share_prefixes({k: batch[k] for k in keys}, self.logprob_chunks)
         return host_batches.to_global(rows, self.mesh, self.rules), order
 
     def _on_trained(self, params, batch, arranged) -> np.ndarray:
@@ -439,14 +439,14 @@ class RLTask:
             plan += [np.zeros(0, np.int64)] * (host_batches.max_over_hosts(len(plan)) - len(plan))
         return pad_plan(plan, self.mini_batch_size)
 
-    def _share_prompts(self, rows: dict, chunks) -> tuple[dict, np.ndarray]:
-        """With rl.shared_prompt, `rows` regrouped so that each of its `chunks(B)` chunks runs
-        the prompt its rows share once (memjax.rl.shared_prompt); else as they are."""
+    def _share_prefixes(self, rows: dict, chunks) -> tuple[dict, np.ndarray]:
+        """With rl.shared_prefix, `rows` regrouped so that each of its `chunks(B)` chunks runs
+        the prompt its rows share once (memjax.rl.shared_prefix); else as they are."""
         B = len(rows["tokens"])
-        if not self.rc.shared_prompt:
+        if not self.rc.shared_prefix:
             return rows, np.arange(B)
-        return share_prompts(
-            rows, chunks(B), granularity=SHARED_PROMPT_GRANULARITY, minimum=self.rc.shared_prompt
+        return share_prefixes(
+            rows, chunks(B), granularity=SHARED_PREFIX_GRANULARITY, minimum=self.rc.shared_prefix
         )
 
     def logprob_chunks(self, rows: int) -> int:
@@ -457,7 +457,7 @@ class RLTask:
     def _update_one(self, mb) -> dict:
         keys = (*POLICY_KEYS, "sampler_logp")
         pb = {k: mb[k] for k in keys if k in mb}
-        pb, _ = self._share_prompts(pb, lambda _: self.rc.micro_batches)
+        pb, _ = self._share_prefixes(pb, lambda _: self.rc.micro_batches)
         pb = host_batches.to_global(pb, self.mesh, self.rules)
         self.states["policy"], metrics = self.policy_step(self.states["policy"], pb)
         if self.rc.algo == "ppo":

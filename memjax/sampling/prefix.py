@@ -1,4 +1,6 @@
-"""The opening a batch of prompts shares, prefilled once instead of once per row.
+"""The sampler's blocks for the opening a batch of prompts shares, prefilled once instead of
+once per row (how many tokens prompts share: `memjax.models.shared_prefix`, the shared prefix's
+one home; the RL update's regrouping: `memjax.rl.shared_prefix`).
 
 A role's prompts (the answer agent's, the manager's, MemSearcher's) open with the same
 instructions: on SmolLM2's tokenizer 449 of an answer prompt's ~950 tokens, 843 of a
@@ -18,20 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memjax.models.shared_prefix import common_prefix_length
 from memjax.sampling.padding import bucket_length
 
 PREFIX_BLOCK = 128
-
-
-def common_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
-    """How many leading tokens every prompt has in common."""
-    shortest = min(len(p) for p in prompts)
-    first = prompts[0]
-    for i in range(shortest):
-        token = first[i]
-        if any(p[i] != token for p in prompts[1:]):
-            return i
-    return shortest
 
 
 def shared_prefix_length(prompts: Sequence[Sequence[int]], minimum: int) -> int:

@@ -9,8 +9,8 @@ multiple of `bucket`), cut into batches of `batch_rows`, and the batches are shu
 bucket's last partial batch is filled with rows drawn again from the same bucket, so every
 batch has the same number of rows and every row is seen at least once per epoch.
 
-With `groups` (one bytes key or None per row, `shared_prefix.prefix_groups`), a bucket is also
-split by group, so rows that open with the same prompt share batches; `make_batch(
+With `groups` (one bytes key or None per row, `memjax.models.shared_prefix.prefix_groups`), a
+bucket is also split by group, so rows that open with the same prompt share batches; `make_batch(
 share_prefix=N)` then cuts their common prefix out (`memjax.models.shared_prefix`).
 """
 

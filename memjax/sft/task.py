@@ -18,11 +18,11 @@ import numpy as np
 from memjax.errors import DataError
 from memjax.models.decoder import decoder_abstract
 from memjax.models.lora import lora_abstract
+from memjax.models.shared_prefix import prefix_groups
 from memjax.parallel import TRAIN_RULES
 from memjax.sft.batches import batch_plan, batches_per_epoch, make_batch
 from memjax.sft.rows import Row
 from memjax.sft.run_config import SFTRunConfig
-from memjax.sft.shared_prefix import prefix_groups
 from memjax.sft.step import sft_train_step
 from memjax.training import host_batches
 from memjax.training import lora_state as lora_lib

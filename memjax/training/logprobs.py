@@ -237,7 +237,7 @@ def make_logprob_fn(
     makes.
 
     prefix [B, P] (with `at`): each row's first P tokens, cut from `tokens` and the same for
-    every row of a chunk (`memjax.rl.shared_prompt`): each chunk runs them once.
+    every row of a chunk (`memjax.rl.shared_prefix`): each chunk runs them once.
     """
     shards = 1 if mesh is None else mesh.shape["data"] * mesh.shape["fsdp"]
 

@@ -8,13 +8,9 @@ import jax
 import numpy as np
 import pytest
 
+from memjax.models.shared_prefix import common_prefix_length
 from memjax.sampling import SamplingParams, continue_, sample
-from memjax.sampling.prefix import (
-    PREFIX_BLOCK,
-    common_prefix_length,
-    rest_length,
-    shared_prefix_length,
-)
+from memjax.sampling.prefix import PREFIX_BLOCK, rest_length, shared_prefix_length
 from tests.sampling.tiny import assert_same_draws, greedy_reference, tiny_model
 
 RNG = np.random.default_rng(7)

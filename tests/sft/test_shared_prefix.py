@@ -11,11 +11,10 @@ from ml_collections import ConfigDict
 
 from memjax.models import decoder
 from memjax.models.params import init_params
-from memjax.models.shared_prefix import shared_length
+from memjax.models.shared_prefix import prefix_groups, shared_length
 from memjax.sft import batches as batches_lib
 from memjax.sft.rows import Row
 from memjax.sft.run_config import SFTRunConfig
-from memjax.sft.shared_prefix import prefix_groups
 from memjax.sft.step import nll_objective
 from memjax.sft.task import SFTTask
 from tests.sft.test_sft import CFG

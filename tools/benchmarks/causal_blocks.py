@@ -9,7 +9,7 @@ against the keys up to the block's end only (decoder.causal_attention), instead 
 T x T square with its upper triangle masked. The rows have the shape of a cold-start SFT or
 GRPO row on CPU: `--rows` rows of `--seq_len` random tokens whose last `--trained` are
 trained. `--shared P` makes the rows open with the same P tokens and runs them as
-rl.shared_prompt does: each micro-batch's common untrained opening once (the P tokens when it
+rl.shared_prefix does: each micro-batch's common untrained opening once (the P tokens when it
 holds several rows, a row's whole prompt when it holds one), then each row's remainder over
 those keys (decoder.cached_attention). Both forms run the real GRPO actor step (f32, SGD at
 rate 0 so every step sees the same parameters) and the trainer's log-prob pass on the same
@@ -49,13 +49,13 @@ def _rows(vocab: int, rows: int, seq_len: int, trained: int, shared: int) -> dic
 
 
 def _batch(args, vocab: int) -> dict:
-    from memjax.rl import shared_prompt
+    from memjax.rl import shared_prefix
     from memjax.training.logprobs import position_width, trained_positions
 
     batch = _rows(vocab, args.rows, args.seq_len, args.trained, args.shared)
     batch.update(trained_positions(batch["loss_mask"], position_width(args.trained, args.seq_len)))
     if args.shared:
-        batch, _ = shared_prompt.share_prompts(
+        batch, _ = shared_prefix.share_prefixes(
             batch, args.micro_batches, granularity=128, minimum=args.shared
         )
     return batch
@@ -74,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seq_len", type=int, default=1536)
     parser.add_argument("--trained", type=int, default=256)
     parser.add_argument(
-        "--shared", type=int, default=0, help="common opening tokens (rl.shared_prompt)"
+        "--shared", type=int, default=0, help="common opening tokens (rl.shared_prefix)"
     )
     parser.add_argument("--block", type=int, default=256, help="the blocked form's query block")
     parser.add_argument("--micro_batches", type=int, default=1)

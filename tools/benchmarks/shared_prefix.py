@@ -88,8 +88,9 @@ def role_prompts(tokenizer, role: str, batch: int, seed: int = 0) -> list[list[i
 
 
 def bench_role(model, params, role, args) -> dict:
+    from memjax.models.shared_prefix import common_prefix_length
     from memjax.sampling import SamplingParams, sample
-    from memjax.sampling.prefix import common_prefix_length, shared_prefix_length
+    from memjax.sampling.prefix import shared_prefix_length
 
     prompts = role_prompts(model.tokenizer, role, args.batch)
     shared = SamplingParams(

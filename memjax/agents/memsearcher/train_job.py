@@ -60,7 +60,7 @@ def trainer_config(config: ConfigDict, num_train_examples: int) -> ConfigDict:
     c.micro_batches = micro_batches(config, c.mini_batch_rows)
     c.seq_len = int(rollout.max_prompt_length) + int(rollout.max_response_length)
     c.vocab_chunk = int(train.vocab_chunk)
-    c.shared_prompt = int(train.get("shared_prompt", 0))
+    c.shared_prefix = int(train.get("shared_prefix", 0))
     c.decode_batch = int(rollout.get("decode_batch", 0))  # rows decoded at once (0: a step's)
     c.old_logprobs = "trainer"  # recomputed; the sampler's are logged as the gap metric
     c.sampling = ConfigDict(

@@ -128,7 +128,7 @@ def memsearcher_stages(section, model_source: str, seeds: tuple[int, ...]) -> li
             f"train.batch_size={int(section.grpo_questions_per_step)}",
             f"train.save_every_steps={max(1, int(section.grpo_steps) // 2)}",
             f"optimizer.learning_rate={float(section.grpo_learning_rate)}",
-            f"train.shared_prompt={int(section.grpo_shared_prompt)}",
+            f"train.shared_prefix={int(section.grpo_shared_prefix)}",
             f"data.max_examples={int(section.grpo_train_questions)}",
             *_search_job_data(section),
         )
@@ -181,7 +181,7 @@ def _mr1_rl(section, algo: str, seed: int, role: str) -> tuple[str, ...]:
         f"rl.group_size={int(section.rl_group_size) if algo == 'grpo' else 1}",
         f"rl.seq_len={int(section.rl_seq_len)}",
         f"rl.micro_batches={int(section.rl_micro_batches)}",
-        f"rl.shared_prompt={int(section.rl_shared_prompt)}",
+        f"rl.shared_prefix={int(section.rl_shared_prefix)}",
         f"rl.sampling.max_new_tokens={int(section.rl_max_new_tokens)}",
         f"rl.sampling.temperature={temperature}",
         *old_logprobs,

@@ -16,7 +16,7 @@ from memjax.checkpoints.packaged import smollm2_gguf
 from memjax.experiments.reproduce.stages import REPO_ROOT
 from memjax.models import decoder
 from memjax.rl import losses, steps
-from memjax.rl.shared_prompt import SHARED_PROMPT_GRANULARITY
+from memjax.rl.shared_prefix import SHARED_PREFIX_GRANULARITY
 from memjax.training import train_step
 
 BUDGET_BYTES = 12 * 2**30  # half the machine: the process holds the sampler, banks and index too
@@ -55,7 +55,7 @@ def test_the_reproductions_memory_r1_grpo_step_fits_in_half_the_machine(shared):
     )
     rows = mr1.rl_prompts_per_step * mr1.rl_group_size
     # The answer agent's rows: a ~1,450-token prompt, of which whole granules are shared.
-    prefix = 11 * SHARED_PROMPT_GRANULARITY if shared else 0
+    prefix = 11 * SHARED_PREFIX_GRANULARITY if shared else 0
     batch = _batch(rows, mr1.rl_seq_len, prefix, trained=mr1.rl_max_new_tokens)
     compiled = step.jitted(batch).lower(state, batch, None).compile()  # the step's own jit
     used = compiled.memory_analysis().temp_size_in_bytes

@@ -1,4 +1,4 @@
-"""GRPO groups share their prompt in the update (memjax.rl.shared_prompt): the rows regrouped
+"""GRPO groups share their prompt in the update (memjax.rl.shared_prefix): the rows regrouped
 and cut after the prefix give the plain batch's loss, gradients, metrics and log-probs."""
 
 import jax
@@ -11,7 +11,7 @@ from memjax.models import decoder
 from memjax.models.params import init_params
 from memjax.models.shared_prefix import PREFIX_PAD
 from memjax.parallel import make_mesh
-from memjax.rl import shared_prompt, steps, toy
+from memjax.rl import shared_prefix, steps, toy
 from memjax.rl.rollout import Context, Trajectory, pack
 from memjax.training import train_step
 from memjax.training.logprobs import make_logprob_fn, trained_positions
@@ -52,7 +52,7 @@ def params():
 
 def test_each_micro_batch_shares_its_own_prompt_and_the_trained_tokens_stay_put():
     batch = _grpo_batch()
-    shared, order = shared_prompt.share_prompts(batch, 3, granularity=8, minimum=8)
+    shared, order = shared_prefix.share_prefixes(batch, 3, granularity=8, minimum=8)
     prompts = [int(np.flatnonzero(batch["loss_mask"][4 * g])[0]) for g in range(3)]
     P = shared["prefix"].shape[1]
     assert max(prompts) // 8 * 8 == P
@@ -75,13 +75,13 @@ def test_each_micro_batch_shares_its_own_prompt_and_the_trained_tokens_stay_put(
         cut = shared["tokens"][r, shared["loss_positions"][r][valid]]
         whole = batch["tokens"][src, batch["loss_positions"][src][valid]]
         np.testing.assert_array_equal(cut, whole)
-    back = shared_prompt.restore_order(shared["loss_valid"], order)
+    back = shared_prefix.restore_order(shared["loss_valid"], order)
     np.testing.assert_array_equal(back, batch["loss_valid"])
 
 
 def test_too_short_a_shared_prefix_leaves_the_batch_whole():
     batch = _grpo_batch()
-    shared, order = shared_prompt.share_prompts(batch, 3, granularity=8, minimum=32)
+    shared, order = shared_prefix.share_prefixes(batch, 3, granularity=8, minimum=32)
     assert "prefix" not in shared
     np.testing.assert_array_equal(shared["tokens"], batch["tokens"][order])
 
@@ -98,10 +98,10 @@ def test_too_short_a_shared_prefix_leaves_the_batch_whole():
         pytest.param(4, 4, 32, marks=pytest.mark.heavy),
     ],
 )
-def test_a_shared_prompt_step_is_the_plain_step(params, micro_batches, empty_rows, expect_prefix):
+def test_a_shared_prefix_step_is_the_plain_step(params, micro_batches, empty_rows, expect_prefix):
     jax.config.update("jax_default_matmul_precision", "highest")
     batch = _grpo_batch(empty_rows=empty_rows)
-    shared, _ = shared_prompt.share_prompts(batch, micro_batches, granularity=8, minimum=8)
+    shared, _ = shared_prefix.share_prefixes(batch, micro_batches, granularity=8, minimum=8)
     assert shared["prefix"].shape[1] == expect_prefix
     opt = optax.sgd(0.5)
     results = []
@@ -120,12 +120,12 @@ def test_a_shared_prompt_step_is_the_plain_step(params, micro_batches, empty_row
 
 
 @pytest.mark.heavy  # blocks against one piece run by default in tests/models/test_causal_attention
-def test_query_blocks_leave_the_plain_and_the_shared_prompt_step_unchanged(params):
+def test_query_blocks_leave_the_plain_and_the_shared_prefix_step_unchanged(params):
     """Attention by query blocks of 8 (decoder.causal_attention over whole rows, and
     cached_attention over the shared prompt's keys) gives the one-piece plain step."""
     jax.config.update("jax_default_matmul_precision", "highest")
     batch = _grpo_batch()
-    shared, _ = shared_prompt.share_prompts(batch, 3, granularity=8, minimum=8)
+    shared, _ = shared_prefix.share_prefixes(batch, 3, granularity=8, minimum=8)
     assert shared["tokens"].shape[1] > 8  # the remainders span several blocks
     opt = optax.sgd(0.5)
     one_piece, blocks = CFG.replace(attention_query_block=0), CFG.replace(attention_query_block=8)
@@ -142,16 +142,16 @@ def test_query_blocks_leave_the_plain_and_the_shared_prompt_step_unchanged(param
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
-def test_shared_prompt_log_probs_are_the_plain_ones(params):
+def test_shared_prefix_log_probs_are_the_plain_ones(params):
     jax.config.update("jax_default_matmul_precision", "highest")
     batch = _grpo_batch(groups=4)  # 16 rows: 4 chunks of 4 rows, one group each
     fn = make_logprob_fn(CFG, chunk=16, rows_per_device=4)
     plain = fn(params, batch["tokens"], batch["token_mask"], batch["loss_positions"])
-    shared, order = shared_prompt.share_prompts(batch, 4, granularity=8, minimum=8)
+    shared, order = shared_prefix.share_prefixes(batch, 4, granularity=8, minimum=8)
     cut = fn(
         params, shared["tokens"], shared["token_mask"], shared["loss_positions"], shared["prefix"]
     )
-    cut = shared_prompt.restore_order(np.asarray(cut), order)
+    cut = shared_prefix.restore_order(np.asarray(cut), order)
     valid = batch["loss_valid"]
     np.testing.assert_allclose(cut[valid], np.asarray(plain)[valid], rtol=1e-5, atol=1e-5)
 
@@ -172,27 +172,27 @@ class LongPromptEnv(toy.RepeatTargetEnv):
         pytest.param("grpo", 4, marks=pytest.mark.heavy),
     ],
 )
-def test_training_with_shared_prompts_matches_training_without(
+def test_training_with_shared_prefixes_matches_training_without(
     tmp_path, monkeypatch, algo, lora_rank
 ):
     """Two steps of the trainer, old and reference log-probs recomputed, 4 micro-batches: the
-    same parameters with and without rl.shared_prompt (PPO's critic runs whole rows)."""
+    same parameters with and without rl.shared_prefix (PPO's critic runs whole rows)."""
     jax.config.update("jax_default_matmul_precision", "highest")
     from memjax.rl import trainer
 
-    monkeypatch.setattr(trainer, "SHARED_PROMPT_GRANULARITY", 4)
+    monkeypatch.setattr(trainer, "SHARED_PREFIX_GRANULARITY", 4)
     prefixes = []
 
     def spy(*args, **kwargs):
-        out = shared_prompt.share_prompts(*args, **kwargs)
+        out = shared_prefix.share_prefixes(*args, **kwargs)
         prefixes.append(out[0]["prefix"].shape[1])
         return out
 
-    monkeypatch.setattr(trainer, "share_prompts", spy)
+    monkeypatch.setattr(trainer, "share_prefixes", spy)
     monkeypatch.setattr(toy, "RepeatTargetEnv", LongPromptEnv)  # _run builds its env from it
     results = []
     for shared in (0, 8):
-        c = _config(algo, num_steps=2, micro_batches=4, seq_len=24, shared_prompt=shared)
+        c = _config(algo, num_steps=2, micro_batches=4, seq_len=24, shared_prefix=shared)
         c.model.vocab_size = max(c.model.vocab_size, 16)
         c.lora.rank = lora_rank
         results.append(_run(c, tmp_path / f"shared{shared}"))
@@ -205,12 +205,12 @@ def test_training_with_shared_prompts_matches_training_without(
 
 
 @pytest.mark.heavy  # the sharded step's equivalence runs by default in test_train_step
-def test_a_sharded_shared_prompt_step_is_the_single_device_plain_step(params):
+def test_a_sharded_shared_prefix_step_is_the_single_device_plain_step(params):
     """Data x fsdp x tensor over 8 devices, each micro-batch's 4 rows (one group) spread over
     the 4 batch shards: the prefix still runs once per micro-batch, with the plain result."""
     jax.config.update("jax_default_matmul_precision", "highest")
     batch = _grpo_batch(groups=4)
-    shared, _ = shared_prompt.share_prompts(batch, 4, granularity=8, minimum=8)
+    shared, _ = shared_prefix.share_prefixes(batch, 4, granularity=8, minimum=8)
     opt = optax.sgd(0.5)
     plain_step = steps.policy_train_step(CFG, LOSS, opt, vocab_chunk=16, num_micro_batches=4)
     plain_state, plain = plain_step(

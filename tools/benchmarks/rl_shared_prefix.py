@@ -1,9 +1,9 @@
 """The GRPO update on groups that share their prompt: each micro-batch running it once, timed
 against the rows run whole.
 
-    python tools/bench.py rl_shared_prompt <trajectories.jsonl> [--role answer] \
+    python tools/bench.py rl_shared_prefix <trajectories.jsonl> [--role answer] \
         [--id_contains conv-26] [--prompts 4] [--group_size 4] [--micro_batches 4] \
-        [--seq_len 1536] [--pairs 3] [--shared_prompt 256] [--source packaged:smollm2]
+        [--seq_len 1536] [--pairs 3] [--shared_prefix 256] [--source packaged:smollm2]
 
 The prompts are the first `--prompts` contexts of `--role` in an `sft.make_data` file whose id
 contains `--id_contains` (e.g. Memory-R1 answer calls on LoCoMo: ~1,300 prompt tokens), each
@@ -12,7 +12,7 @@ completions, and packed as the RL trainer packs a step's rows (`memjax.rl.rollou
 right-padded to `--seq_len`). One GRPO update as the trainer makes it, in two forms:
   whole    the reference log-prob pass (`make_logprob_fn`, chunks of 4 rows) and the policy
            step (`policy_train_step`, k3 KL, micro-batched) over the packed rows;
-  shared   the same with `rl.shared_prompt` (`memjax.rl.shared_prompt`): rows regrouped, cut
+  shared   the same with `rl.shared_prefix` (`memjax.rl.shared_prefix`): rows regrouped, cut
            after the prefix each chunk and micro-batch shares, which runs once.
 The optimizer is SGD at rate 0, so every call sees the same parameters; the loss, KL and
 reference log-probs of both forms are printed (they agree up to f32 order). After a warm-up
@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--micro_batches", type=int, default=4)
     parser.add_argument("--seq_len", type=int, default=1536)
     parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--shared_prompt", type=int, default=256)
+    parser.add_argument("--shared_prefix", type=int, default=256)
     parser.add_argument("--source", default="packaged:smollm2")
 
 
@@ -89,7 +89,7 @@ def main(args: argparse.Namespace) -> dict:
 
     from memjax.checkpoints import load_model
     from memjax.rl.losses import PolicyLossConfig
-    from memjax.rl.shared_prompt import SHARED_PROMPT_GRANULARITY, restore_order, share_prompts
+    from memjax.rl.shared_prefix import SHARED_PREFIX_GRANULARITY, restore_order, share_prefixes
     from memjax.rl.steps import policy_train_step
     from memjax.training.logprobs import LOGPROB_ROWS_PER_DEVICE, logprob_chunks, make_logprob_fn
     from memjax.training.train_step import init_train_state
@@ -98,8 +98,8 @@ def main(args: argparse.Namespace) -> dict:
     model = load_model(args.source, param_dtype="float32")
     batch = _batch(_group_rows(model.tokenizer, args), args, model.tokenizer.pad_id)
     B = len(batch["tokens"])
-    share = lambda rows, chunks: share_prompts(
-        rows, chunks, granularity=SHARED_PROMPT_GRANULARITY, minimum=args.shared_prompt
+    share = lambda rows, chunks: share_prefixes(
+        rows, chunks, granularity=SHARED_PREFIX_GRANULARITY, minimum=args.shared_prefix
     )
     logprob_fn = make_logprob_fn(model.cfg)
     optimizer = optax.sgd(0.0)  # every call sees the same parameters
@@ -143,7 +143,7 @@ def main(args: argparse.Namespace) -> dict:
     whole, shared = update("whole", False), update("shared", True)
     whole(), shared()  # compiled, outside the timing
     if not results["shared"]["prefix"]:
-        raise SystemExit(f"the groups share fewer than {args.shared_prompt} untrained tokens")
+        raise SystemExit(f"the groups share fewer than {args.shared_prefix} untrained tokens")
     load_after_warmup = load_average()
     summary = alternate(shared, whole, args.pairs).summary()
     print("whole / shared: " + format_summary(summary), flush=True)

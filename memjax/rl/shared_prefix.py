@@ -1,4 +1,6 @@
-"""A GRPO group's rows share their prompt: the update runs it once per micro-batch.
+"""The RL update's shared prefix: a GRPO group's rows share their prompt, and the update
+regroups its rows so that each micro-batch runs it once (how a shared prefix is found and run:
+`memjax.models.shared_prefix`; the sampler's prefill of it: `memjax.sampling.prefix`).
 
 Every row of a group opens with the same prompt, and in Memory-R1's answer agent that prompt
 is ~1,450 of a row's ~1,550 tokens (the question and 20 retrieved memories; the answer is the
@@ -12,9 +14,9 @@ the micro-batch runs that prefix once and each row's remainder over its keys and
 
 The gradient of a batch is a sum over its rows, so the order of the rows does not change it,
 and the prefix's keys and values carry each row's gradient back to it: loss, gradients and
-metrics are the plain batch's up to the order of f32 sums (tests/rl/test_shared_prompt.py).
+metrics are the plain batch's up to the order of f32 sums (tests/rl/test_shared_prefix.py).
 
-    batch, order = share_prompts(batch, chunks=4, granularity=128, minimum=256)
+    batch, order = share_prefixes(batch, chunks=4, granularity=128, minimum=256)
     # batch: rows in `order`, "prefix" [B, P] and the [B, T] arrays cut to [B, W];
     # unchanged but reordered when fewer than `minimum` tokens are shared.
 
@@ -34,7 +36,7 @@ import numpy as np
 
 from memjax.models.shared_prefix import PREFIX_PAD, shared_length
 
-SHARED_PROMPT_GRANULARITY = 128  # prefix and remainder widths: multiples of this many tokens
+SHARED_PREFIX_GRANULARITY = 128  # prefix and remainder widths: multiples of this many tokens
 
 # [B, T] arrays aligned with the tokens: cut with them. Others ([B, K], [B]) keep their width.
 TOKEN_ALIGNED = (
@@ -121,7 +123,7 @@ def _cut_rows(values: np.ndarray, row_prefix: np.ndarray, width: int) -> np.ndar
     return out
 
 
-def share_prompts(
+def share_prefixes(
     batch: dict[str, np.ndarray], chunks: int, *, granularity: int, minimum: int
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """(the batch reordered and each row cut after its chunk's shared prefix, the order [B]).
@@ -158,10 +160,10 @@ def restore_order(rows: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 
 __all__ = [
-    "SHARED_PROMPT_GRANULARITY",
+    "SHARED_PREFIX_GRANULARITY",
     "TOKEN_ALIGNED",
     "grouped_order",
     "restore_order",
-    "share_prompts",
+    "share_prefixes",
     "chunk_prefix_lengths",
 ]
