@@ -25,8 +25,8 @@ import tempfile
 import time
 from collections import Counter
 
-from memjax.data.splits import SyntheticSplitConfig, synthetic_split
 from memjax.eval.qa_metrics import exact_match, token_f1
+from memjax.experiments.synthetic_split import SyntheticSplitConfig, synthetic_split
 from memjax.memory.embedder import Embedder
 from memjax.memory_layer import Memory, RoleSpec, role_policy
 
