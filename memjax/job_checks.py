@@ -85,6 +85,27 @@ def _memory_r1_train(config) -> None:
 
     _memory_r1_sections(config)
     RLRunConfig.from_section(config.rl, "config.rl")
+    check_decode_wave(config, "rl", "rl.mesh")
+
+
+def check_decode_wave(config, section: str, mesh_path: str) -> None:
+    """`<section>.decode_batch` rows are whole groups split evenly over the mesh's data x fsdp,
+    with a -1 axis sized from `hardware.num_devices` where the config names its hardware (a
+    launcher's retarget to a slice sets fsdp=-1)."""
+    from memjax.planning import PlanError, resolve_mesh
+    from memjax.rl.run_config import wave_problem
+
+    decode = int(_lookup(config, f"{section}.decode_batch") or 0)
+    mesh = dict(_lookup(config, mesh_path) or {})
+    devices = _lookup(config, "hardware.num_devices")
+    if mesh and devices and -1 in mesh.values():
+        try:
+            mesh = resolve_mesh(mesh, int(devices))
+        except PlanError:  # the plan's own check names that mesh
+            return
+    problem = wave_problem(decode, int(_lookup(config, f"{section}.group_size") or 1), mesh)
+    if problem is not None:
+        raise ConfigError(f"config.{section}.decode_batch={decode}: {problem}")
 
 
 def _memory_r1_eval(config) -> None:
@@ -136,14 +157,12 @@ def _memsearcher_train(config) -> None:
     from memjax.agents.memsearcher.train_job import trainer_config
     from memjax.models.lora_config import lora_from_section
     from memjax.rl.losses import PolicyLossConfig
-    from memjax.rl.run_config import RLRunConfig, wave_problem
-    from memjax.training.sections import read_section, require
+    from memjax.rl.run_config import RLRunConfig
+    from memjax.training.sections import read_section
     from memjax.training.states import optimizer_from
 
     _memsearcher(config)
-    decode = int(config.rollout.get("decode_batch", 0))
-    problem = wave_problem(decode, int(config.rollout.group_size), _lookup(config, "mesh"))
-    require(problem is None, "config.rollout.decode_batch", decode, problem)
+    check_decode_wave(config, "rollout", "mesh")
     # The sections the trainer takes over whole, named where the user sets them (the
     # translated section below would name them under config.train).
     optimizer_from(config.optimizer, "config.optimizer", 1)
@@ -418,6 +437,7 @@ __all__ = [
     "INPUT_CHECKS",
     "at_least",
     "check_config_file",
+    "check_decode_wave",
     "check_conversations",
     "check_corpus_file",
     "check_inputs",

@@ -73,6 +73,33 @@ def test_bad_value_names_its_field(name, field, value, match):
         check_job_config(str(config.job), config)
 
 
+@pytest.mark.parametrize(
+    "name,mesh,devices,match",
+    [
+        # 64 devices over tensor 2 leave data x fsdp = 32: 240 rows are not whole groups of 5 there.
+        (
+            "memsearcher_qwen14b.py",
+            "mesh",
+            64,
+            r"^config.rollout.decode_batch=240: .* 32\), e.g. 160$",
+        ),
+        ("grpo_qwen7b.py", "rl.mesh", 12, r"^config.rl.decode_batch=128: .* = 6\), e.g. 120$"),
+    ],
+)
+def test_a_mesh_axis_sized_from_the_hardware_is_held_to_the_decode_wave(name, mesh, devices, match):
+    """A launcher's retarget sets fsdp=-1; the wave is checked on the mesh the hardware gives."""
+    config = _config(name)
+    node = config
+    for key in mesh.split("."):
+        node = node[key]
+    node.fsdp = -1
+    config.hardware.num_devices = devices
+    with pytest.raises(ConfigError, match=match):
+        check_job_config(str(config.job), config)
+    config.hardware.num_devices = 16 if name.startswith("memsearcher") else 4  # divides: fine
+    check_job_config(str(config.job), config)
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "configs").glob("*.py")))
 def test_every_shipped_config_passes_its_checks(name):
     config = _config(name)
