@@ -53,7 +53,7 @@ from memjax.rl import losses, steps
 from memjax.rl.environment import Environment
 from memjax.rl.minibatches import pad_plan, padded_size, plan_mini_batches, take_rows
 from memjax.rl.rollout import Completion, pack, run_in_waves
-from memjax.rl.run_config import ALGOS, RLRunConfig
+from memjax.rl.run_config import ALGOS, RLRunConfig, wave_problem
 from memjax.rl.shared_prefix import SHARED_PREFIX_GRANULARITY, restore_order, share_prefixes
 from memjax.sampling.sampling_params import SamplingParams
 from memjax.training import host_batches
@@ -181,6 +181,10 @@ class RLTask:
         self.label = rc.algo
         self.mesh = mesh_from(rc.mesh)
         self.rules = TRAIN_RULES if self.mesh is not None else None
+        if self.mesh is not None:  # a -1 axis is sized only now, from the devices there are
+            problem = wave_problem(rc.decode_batch, rc.group_size, dict(self.mesh.shape))
+            if problem is not None:
+                raise ConfigError(f"decode_batch={rc.decode_batch} on {self.mesh.shape}: {problem}")
         if rc.mini_batch.mode == "in_order":  # each mini-batch is padded on its own
             self.rows_multiple = rows_multiple(1, rc.micro_batches, self.mesh)
             self.mini_batch_size = padded_size(rc.mini_batch, self.rows_multiple)

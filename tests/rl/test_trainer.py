@@ -12,6 +12,7 @@ import jax
 import numpy as np
 import pytest
 
+from memjax.errors import ConfigError
 from memjax.models.decoder import decoder_abstract
 from memjax.models.params import init_params
 from memjax.rl import rollout, toy, trainer
@@ -122,6 +123,15 @@ def _run(config, workdir, train_examples=(3, 4, 5, 6, 7), eval_examples=(), scri
         generate=scripted_generate() if scripted else None,
         progress=False,
     )
+
+
+def test_a_decode_wave_the_run_time_mesh_cannot_split_is_refused(tmp_path):
+    """fsdp=-1 is sized from the devices (8 here) only when the run starts: 4 rows, one group,
+    cannot split over 8 batch shards, so the run stops before its first rollout."""
+    config = _config("grpo", decode_batch=4, mesh={"data": 1, "fsdp": -1, "tensor": 1})
+    with pytest.raises(ConfigError, match=r"^decode_batch=4 on .*: must be a multiple of 8 "):
+        _run(config, tmp_path / "run")
+    assert not (tmp_path / "run" / "checkpoints").exists()
 
 
 @pytest.mark.parametrize("algo", ["grpo", pytest.param("ppo", marks=pytest.mark.heavy)])
