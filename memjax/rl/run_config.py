@@ -103,8 +103,6 @@ class RLRunConfig:
             require(ints[name] >= 1, f"{path}.{name}", ints[name], "must be >= 1")
         decode = ints["decode_batch"]
         require(decode >= 0, f"{path}.decode_batch", decode, "must be >= 0 (0: a step's rows)")
-        problem = wave_problem(decode, ints["group_size"], as_dict(values.get("mesh")))
-        require(problem is None, f"{path}.decode_batch", decode, problem)
         shared = ints["shared_prefix"]
         require(shared >= 0, f"{path}.shared_prefix", shared, "must be >= 0 (0: off)")
         advantage = read_section(AdvantageConfig, values.get("advantage"), f"{path}.advantage")
