@@ -1,24 +1,14 @@
 """tools/check_logits.py on a tiny checkpoint: a pass within tolerance, a failure beyond it."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 from tests.models.hf_fixtures import make_hf_model
-
-_TOOL = Path(__file__).resolve().parents[1] / "tools" / "check_logits.py"
-
-
-def _tool():
-    spec = importlib.util.spec_from_file_location("check_logits", _TOOL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.tools_import import load_tool
 
 
 def test_check_logits_reports_agreement_and_enforces_tolerance(tmp_path, capsys):
     make_hf_model("qwen2_untied").save_pretrained(tmp_path / "ckpt")
-    tool = _tool()
+    tool = load_tool("check_logits")
     assert tool.main([str(tmp_path / "ckpt"), "--tol", "1e-4"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert set(result) == {"max_abs_diff", "kl", "top1_agreement"}

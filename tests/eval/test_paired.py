@@ -1,6 +1,5 @@
 """A paired comparison of two evaluations of the same questions, and the tool around it."""
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -8,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from memjax.eval.paired import paired_difference
-
-_TOOL = Path(__file__).resolve().parents[2] / "tools" / "compare_predictions.py"
+from tests.tools_import import load_tool
 
 
 def test_the_paired_standard_error_is_the_differences_own():
@@ -39,15 +37,8 @@ def _write(path: Path, rows):
             f.write(json.dumps({"uid": uid, "scores": {"em": em, "f1": em}}) + "\n")
 
 
-def _tool():
-    spec = importlib.util.spec_from_file_location("compare_predictions", _TOOL)
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    return tool
-
-
 def test_the_tool_compares_two_eval_workdirs(tmp_path, capsys):
-    tool = _tool()
+    tool = load_tool("compare_predictions")
     _write(tmp_path / "sft", [("q1", 0.0), ("q2", 1.0), ("q3", 0.0)])
     _write(tmp_path / "rl", [("q1", 1.0), ("q2", 1.0), ("q3", 1.0)])
     assert tool.main([str(tmp_path / "sft"), str(tmp_path / "rl")]) == 0
@@ -84,7 +75,7 @@ def _write_search_eval(path: Path, episodes):
 
 
 def test_the_tool_compares_one_search_agent_question_by_question(tmp_path, capsys):
-    tool = _tool()
+    tool = load_tool("compare_predictions")
     # SFT: q1 wrong and unboxed, q2 right; ReAct's episodes beside them must not count.
     _write_search_eval(
         tmp_path / "sft",

@@ -1,24 +1,15 @@
 """tools/memory_layer_compare.py with the scripted roles: held-out turns through Memory.add,
 questions through Memory.answer, one row per manager."""
 
-import importlib.util
 import json
-from pathlib import Path
 
-_TOOL = Path(__file__).resolve().parents[2] / "tools" / "memory_layer_compare.py"
-
-
-def _tool():
-    spec = importlib.util.spec_from_file_location("memory_layer_compare", _TOOL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.tools_import import load_tool
 
 
 def test_a_scripted_manager_row_counts_what_it_did(tmp_path, capsys):
     out = tmp_path / "rows.json"
     args = ["--managers", "scripted", "--conversations", "1", "--max_questions", "3"]
-    assert _tool().main([*args, "--out", str(out)]) == 0
+    assert load_tool("memory_layer_compare").main([*args, "--out", str(out)]) == 0
     (row,) = json.loads(out.read_text())
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == row
     assert row["manager"] == "scripted" and row["questions"] == 3
@@ -30,5 +21,6 @@ def test_a_scripted_manager_row_counts_what_it_did(tmp_path, capsys):
 
 
 def test_trained_weights_must_match_the_managers(capsys):
-    assert _tool().main(["--managers", "scripted,scripted", "--trained", "/a"]) == 2
+    tool = load_tool("memory_layer_compare")
+    assert tool.main(["--managers", "scripted,scripted", "--trained", "/a"]) == 2
     assert capsys.readouterr().err.strip() == "--trained: 1 entries for 2 managers"
