@@ -268,7 +268,9 @@ def _layer(x, layer, cos, sin, mask, cache_kv, cache_valid, cfg, mesh, rules):
     Without a cache, `mask` is [B, T, T] and the block returns (x, None). With one, cache_kv is
     this layer's old (k, v) [B, K, S, Hd] (read only), cache_valid [B, S], `mask` covers the new
     tokens among themselves, and the block returns (x, (k, v)): the new tokens' [B, K, T, Hd],
-    for the caller to write into the cache.
+    for the caller to write into the cache. With `cache_valid` a write index ([] shared, or
+    [B] one per row), the block writes the new tokens into the layer's buffers first and
+    attends over them (`mask` [B, T, W]: the buffers' first W slots), returning the buffers.
     """
     dt = cfg.dtype
     B, T, D = x.shape
@@ -294,6 +296,11 @@ def _layer(x, layer, cos, sin, mask, cache_kv, cache_valid, cfg, mesh, rules):
             cv = jax.lax.dynamic_update_slice_in_dim(cv, v, cache_valid, axis=2)
             attn = attention_over_cache(q, ck, cv, mask)
             new_kv = (ck, cv)
+        elif cache_valid.ndim == 1:  # [B] write positions, one per row (a slot cache)
+            ck, cv = write_rows(ck, k, cache_valid), write_rows(cv, v, cache_valid)
+            W = mask.shape[-1]  # the slots attended: a window over the buffer's first W
+            attn = attention_over_cache(q, ck[:, :, :W], cv[:, :, :W], mask)
+            new_kv = (ck, cv)
         else:
             attn = cached_attention(q, k, v, mask, ck, cv, cache_valid, cfg.attention_query_block)
             new_kv = (k, v)
@@ -310,6 +317,13 @@ def _layer(x, layer, cos, sin, mask, cache_kv, cache_valid, cfg, mesh, rules):
     x = x + proj(act.reshape(B * T, -1), "down").reshape(B, T, D)
     x = constrain(x, ("batch", "seq", None), mesh, rules)
     return x, new_kv
+
+
+def write_rows(buffer: jax.Array, new: jax.Array, at: jax.Array) -> jax.Array:
+    """buffer [B, K, S, Hd] with each row b's new [K, T, Hd] written at slots [at[b], at[b] + T)
+    (at [B] int32): rows of a slot cache are at different positions."""
+    write = lambda buf, n, i: jax.lax.dynamic_update_slice_in_dim(buf, n, i, axis=1)
+    return jax.vmap(write)(buffer, new.astype(buffer.dtype), at)
 
 
 def _project(x: jax.Array, w: jax.Array, dt) -> jax.Array:
