@@ -146,7 +146,7 @@ def _memsearcher(config) -> None:
             "train.vocab_chunk",
         ),
     )
-    at_least(config, 0, ("data.max_examples", "train.num_steps"))
+    at_least(config, 0, ("data.max_examples", "train.num_steps", "eval.engine_slots"))
     if _lookup(config, "eval.batch_size") is not None:
         from memjax.agents.memsearcher.agent_factory import eval_batch_sizes
 

@@ -97,6 +97,12 @@ def memsearcher_config(model_source: str, data_root: str = "/data/FlashRAG_datas
     config.eval.agents = "memsearcher,search_r1,react,rag"
     config.eval.batch_size = 64  # questions whose episodes run in lock-step
     config.eval.agent_batch_sizes = ""  # "memsearcher=128,react=32": per agent, else batch_size
+    # Episodes as clients of the continuous-batching engine (memjax.engine): each model call a
+    # request, each search run beside decoding. Greedy scores equal the lock-step batches'
+    # (engine=False). engine_slots: requests decoded at once (0: the agent's batch size); each
+    # slot holds max_context_tokens of KV cache.
+    config.eval.engine = True
+    config.eval.engine_slots = 0
     # "" samples config.model in process; openai:MODEL@URL sends every call to that endpoint
     # (reached as config.openai says; tokens are still counted with config.model's tokenizer).
     config.eval.policy_source = ""

@@ -15,7 +15,13 @@ from memjax.agents.episode import ModelOutput
 from memjax.agents.memsearcher import job_setup
 from memjax.agents.memsearcher import prompts as ms_prompts
 from memjax.agents.memsearcher.agent_factory import parse_batch_sizes
-from memjax.agents.memsearcher.eval_job import evaluate, per_call, prediction_rows, write_outputs
+from memjax.agents.memsearcher.eval_job import (
+    evaluate,
+    lock_step,
+    per_call,
+    prediction_rows,
+    write_outputs,
+)
 from memjax.agents.memsearcher.react import SYSTEM_PROMPT as REACT_PROMPT
 from memjax.agents.rag import SYSTEM_PROMPT as RAG_PROMPT
 from memjax.agents.transcript import chat_format
@@ -116,7 +122,14 @@ def test_a_lone_surrogate_search_query_leaves_the_episode_batch_running(config, 
     sets = job_setup.load_qa_sets(config.data, "eval")
     count = lambda s: len(smollm2_tokenizer.encode(s))
     run = evaluate(
-        ["memsearcher"], sets, config, per_call(policy), retriever, count, jax.random.key(0), 2
+        ["memsearcher"],
+        sets,
+        config,
+        lock_step(per_call(policy)),
+        retriever,
+        count,
+        jax.random.key(0),
+        2,
     )
     assert [e.result.answer for e in run] == list(GOLD.values())
     assert all(e.result.searches[0].endswith("\ud83d") for e in run)
@@ -144,7 +157,9 @@ def test_eval_over_closed_corpus_in_process_and_http_agree(config, smollm2_token
         count = lambda s: len(smollm2_tokenizer.encode(s))
         agents = ["memsearcher", "search_r1", "react", "rag"]
         runs = [
-            evaluate(agents, sets, config, per_call(scripted), r, count, jax.random.key(0), 1)
+            evaluate(
+                agents, sets, config, lock_step(per_call(scripted)), r, count, jax.random.key(0), 1
+            )
             for r in (local, remote)
         ]
     finally:
@@ -245,9 +260,11 @@ def test_jobs_end_to_end_on_a_tiny_model(config, tiny_checkpoint, tmp_path, caps
     config.eval.agent_batch_sizes = "memsearcher=1"  # its two questions in two batches
     caplog.set_level(logging.INFO, logger="absl")
     config.agent.max_turns_eval = 2
+    config.eval.engine = False  # lock-step batches
     jobs.resolve("memsearcher.eval")(config, str(tmp_path / "eval_run"))
     out = capsys.readouterr().out
     summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["driver"] == "lock_step"
     assert summary["questions"] == 2 and summary["agents"] == [
         "memsearcher",
         "search_r1",
@@ -262,6 +279,15 @@ def test_jobs_end_to_end_on_a_tiny_model(config, tiny_checkpoint, tmp_path, caps
     batches = [m.split(" in ")[0] for m in caplog.messages if " questions in " in m]
     assert batches.count("memsearcher on hotpotqa: 1 questions") == 2
     assert batches.count("react on hotpotqa: 2 questions") == 1
+
+    # The same evaluation with every episode a client of the engine: the same predictions.
+    config.eval.engine = True
+    config.eval.engine_slots = 1  # the two questions share one slot in turn
+    jobs.resolve("memsearcher.eval")(config, str(tmp_path / "engine_run"))
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["driver"] == "engine"
+    engine_rows = (tmp_path / "engine_run/eval/predictions.jsonl").read_text().splitlines()
+    assert engine_rows == predictions
 
     config.rollout.max_tokens_per_call = 8
     config.rollout.group_size = 2

@@ -15,6 +15,7 @@ agent finishes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -59,18 +60,27 @@ def drive(
     raise RuntimeError(f"episodes still running after {max_rounds} rounds")
 
 
+Drive = Callable[[Sequence[Episode], Retriever, jax.Array], None]
+
+
+def lock_step(policy: BatchPolicy) -> Drive:
+    """Episodes driven in lock-step rounds by a batch policy."""
+    return lambda episodes, retriever, rng: drive(episodes, policy, retriever, rng)
+
+
 def evaluate(
     agents: Sequence[str],
     sets: dict[str, list[QAExample]],
     config: ConfigDict,
-    policy: BatchPolicy,
+    run: Drive,
     retriever: Retriever,
     count_tokens: Callable[[str], int],
     rng: jax.Array,
     batch_size: int,
     progress: bool = False,
 ) -> list[EvaluatedEpisode]:
-    """Every agent on every question, in batches of `batch_size` questions."""
+    """Every agent on every question, `batch_size` questions' episodes driven at a time by
+    `run` (`lock_step(policy)`, or an engine's `EngineRunner.drive`)."""
     jobs = [
         (agent, name, examples[i : i + batch_size])
         for agent in agents
@@ -87,7 +97,7 @@ def evaluate(
         t0 = time.perf_counter()
         questions = [e.question for e in chunk]
         episodes = make_episodes(agent, questions, config, retriever, count_tokens)
-        drive(episodes, policy, retriever, jax.random.fold_in(rng, j))
+        run(episodes, retriever, jax.random.fold_in(rng, j))
         for example, episode in zip(chunk, episodes):
             result = episode.result(example.golden_answers)
             out.append(EvaluatedEpisode(agent, name, example.golden_answers, result))
@@ -154,9 +164,50 @@ def _remote_policy(config: ConfigDict, source: str, sampling):
     return policy, tokenizer
 
 
+def _local_drivers(config: ConfigDict, model, sampling, agents, batch_sizes):
+    """Per agent: how its episodes are driven over the in-process model, and how many
+    questions go to the driver at once. With `eval.engine` every agent's questions of a data
+    set go to one continuous-batching engine (`eval.engine_slots` slots, default the agent's
+    batch size); otherwise lock-step batches of the agent's batch size."""
+    from memjax.agents.engine_episodes import EngineRunner
+    from memjax.agents.sampler_adapter import SamplerPolicy
+    from memjax.engine import Engine
+
+    budget = int(config.eval.max_context_tokens) - sampling.max_new_tokens
+    if not config.eval.get("engine", False):
+        policy = SamplerPolicy(
+            model.params, model.cfg, model.tokenizer, sampling, max_prompt_tokens=budget
+        )
+        return {a: (lock_step(policy), batch_sizes[a]) for a in agents}, policy
+    slots = int(config.eval.get("engine_slots", 0) or 0)
+    drivers, runners = {}, []
+    for agent in agents:
+        engine = Engine(
+            model.params,
+            model.cfg,
+            eos_ids=model.tokenizer.eos_ids,
+            tokenizer=model.tokenizer,
+            slots=slots or batch_sizes[agent],
+            max_len=int(config.eval.max_context_tokens),
+        )
+        runner = EngineRunner(engine, model.tokenizer, sampling, max_prompt_tokens=budget)
+        runners.append(runner)
+        drivers[agent] = (runner.drive, 1 << 30)  # one driver call per data set
+    return drivers, _Overflows(runners)
+
+
+@dataclasses.dataclass
+class _Overflows:
+    runners: list
+
+    @property
+    def overflows(self) -> int:
+        return sum(r.overflows for r in self.runners)
+
+
 def eval_job(config: ConfigDict, workdir: str | None) -> dict:
     """Evaluates `config.eval.agents` on `config.data.eval`; prints both tables."""
-    from memjax.agents.sampler_adapter import SamplerPolicy, sampling_params
+    from memjax.agents.sampler_adapter import sampling_params
 
     if not workdir:
         raise ConfigError(
@@ -174,30 +225,26 @@ def eval_job(config: ConfigDict, workdir: str | None) -> dict:
     sampling = sampling_params(config.eval_sampling)
     if source:
         policy, tokenizer = _remote_policy(config, source, sampling)
+        drivers = {a: (lock_step(policy), batch_sizes[a]) for a in agents}
     else:
         model = job_setup.load_policy_model(config)
         tokenizer = model.tokenizer
-        policy = SamplerPolicy(
-            model.params,
-            model.cfg,
-            tokenizer,
-            sampling,
-            max_prompt_tokens=int(config.eval.max_context_tokens) - sampling.max_new_tokens,
-        )
+        drivers, policy = _local_drivers(config, model, sampling, agents, batch_sizes)
     retriever = job_setup.make_retriever(config, "eval")
     t0 = time.perf_counter()
     directory = Path(workdir) / "eval"
     episodes: list[EvaluatedEpisode] = []
     for a, agent in enumerate(agents):  # tables rewritten per agent: a stopped run keeps them
+        run, batch_size = drivers[agent]
         episodes += evaluate(
             [agent],
             sets,
             config,
-            policy,
+            run,
             retriever,
             lambda text: len(tokenizer.encode(text)),
             jax.random.fold_in(jax.random.key(int(config.seed)), a),
-            batch_sizes[agent],
+            batch_size,
             progress=True,
         )
         paths = write_outputs(episodes, tokenizer, directory, split)
@@ -210,6 +257,7 @@ def eval_job(config: ConfigDict, workdir: str | None) -> dict:
         "agents": agents,
         "overflowed_calls": getattr(policy, "overflows", 0),
         "policy": source or str(config.model.source),
+        "driver": "engine" if config.eval.get("engine", False) and not source else "lock_step",
         "wall_s": round(time.perf_counter() - t0, 1),
     }
     print(json.dumps(summary), flush=True)

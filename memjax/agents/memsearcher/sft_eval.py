@@ -34,7 +34,7 @@ def search_agent_eval(
 ) -> Callable[[object], dict[str, float]]:
     from memjax.agents.memsearcher import job_setup
     from memjax.agents.memsearcher.agent_factory import eval_batch_sizes
-    from memjax.agents.memsearcher.eval_job import evaluate
+    from memjax.agents.memsearcher.eval_job import evaluate, lock_step
     from memjax.agents.sampler_adapter import SamplerPolicy, sampling_params
 
     sets = job_setup.load_qa_sets(agent_config.data, "eval")
@@ -51,7 +51,7 @@ def search_agent_eval(
             [agent],
             sets,
             agent_config,
-            policy,
+            lock_step(policy),
             retriever,
             lambda text: len(tokenizer.encode(text)),
             jax.random.key(seed),
