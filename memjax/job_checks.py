@@ -70,7 +70,12 @@ def _memory_r1_sections(config) -> None:
     at_least(
         config,
         0,
-        ("construction.fact_context_turns", "construction.checkpoint_every", "data.max_questions"),
+        (
+            "construction.fact_context_turns",
+            "construction.checkpoint_every",
+            "construction.engine_slots",
+            "data.max_questions",
+        ),
     )
     from memjax.agents.memory_r1.bank_builders import builder
     from memjax.agents.memory_r1.rewards import REWARD_METRICS

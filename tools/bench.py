@@ -24,6 +24,7 @@ if str(_ROOT) not in sys.path:  # `tools.benchmarks` and memjax from a checkout
 
 BENCHMARKS = (
     "causal_blocks",
+    "engine",
     "forward",
     "index",
     "lora_step",

@@ -134,6 +134,11 @@ def memory_r1_config(
     config.construction.manager_max_new_tokens = 1024
     config.construction.batch_size = 32
     config.construction.max_prompt_tokens = 4096
+    # Local models' calls (fact extractor, manager, answer agent) as requests to a
+    # continuous-batching engine of this many slots (memjax.engine), each slot holding
+    # max_prompt_tokens + the call's max_new_tokens of KV cache; 0: lock-step batches of the
+    # role's batch_size. Greedy answers are the same either way.
+    config.construction.engine_slots = 0
     # Who builds the banks: "policy" (the fact extractor and manager models); on synthetic
     # data "oracle" (the ground truth's facts and operations: the answer agent alone);
     # "raw_turns", "observations" (LoCoMo's annotations) or "empty" (bank_builders).

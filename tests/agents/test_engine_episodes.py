@@ -15,6 +15,7 @@ from memjax.agents.sampler_adapter import SamplerPolicy
 from memjax.engine import Engine
 from memjax.sampling.sampling_params import SamplingParams
 from tests.agents.conftest import tiny_decoder
+from tests.sampling.tiny import tiny_model
 
 SAMPLING = SamplingParams(max_new_tokens=12, greedy=True)
 
@@ -77,7 +78,8 @@ class SlowRetriever(ScriptedRetriever):
 
 @pytest.fixture(scope="module")
 def model(smollm2_tokenizer):
-    params, cfg = tiny_decoder(smollm2_tokenizer.vocab_size)
+    _, cfg = tiny_decoder(smollm2_tokenizer.vocab_size)
+    params, cfg = tiny_model(seed=0, cfg=cfg)  # peaked logits: outputs differ by prompt
     return params, cfg, smollm2_tokenizer
 
 
@@ -99,6 +101,7 @@ def test_engine_episodes_equal_the_lock_step_episodes(model):
         assert b.done and len(b.outputs) == 3
         assert a.outputs == b.outputs
         assert a.searches == b.searches
+    assert len({o for e in ours for o in e.outputs}) > 3  # outputs differ: the check has teeth
     # Searches ran on the tool thread one query at a time, while the engine decoded others.
     assert len(retriever.calls) == 2 * len(QUESTIONS)
     assert all(len(queries) == 1 for queries, _ in retriever.calls)

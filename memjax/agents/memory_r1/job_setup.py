@@ -144,6 +144,7 @@ def policy_for(
         batch_size=batch_size,
         seed=int(config.seed),
         max_prompt_tokens=int(config.construction.max_prompt_tokens),
+        engine_slots=int(config.construction.get("engine_slots", 0) or 0),
     )
     return TimedPolicy(policy, name or role, batch_size=batch_size)
 

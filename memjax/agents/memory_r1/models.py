@@ -53,13 +53,17 @@ def sampler_policy(
     seed: int = 0,
     max_prompt_tokens: int | None = None,
     params=None,
+    engine_slots: int = 0,
 ) -> ChatPolicy:
     """A ChatPolicy over memjax's sampler. Prompts are sorted by length and sent `batch_size`
     at a time (less padding per call), and answers come back in the caller's order. A prompt
-    longer than `max_prompt_tokens` keeps its last tokens (the question sits at the end)."""
-    from memjax.sampling.sampler import SamplingParams, prepare_params, sample
+    longer than `max_prompt_tokens` keeps its last tokens (the question sits at the end).
+
+    With `engine_slots` > 0 every prompt of a batch is a request to a continuous-batching
+    engine of that many slots instead (`memjax.engine`): a slot whose answer ends takes the
+    next prompt at once. Greedy answers are the same either way."""
+    from memjax.sampling.sampler import SamplingParams
     from memjax.sampling.sampling_params import run_options
-    from memjax.sampling.weights import WeightCopies
 
     sp = SamplingParams(
         temperature=float(sampling.get("temperature", 1.0)),
@@ -70,20 +74,38 @@ def sampler_policy(
         **run_options(sampling),
     )
     tok = model.tokenizer
-    calls = [0]
-    prepared = []  # per-layer weights on CPU (and a cast copy), laid out once, not per call
+    weights = params if params is not None else model.params
+    generate = (
+        _engine_generate(model, weights, sp, seed, engine_slots, max_prompt_tokens)
+        if engine_slots
+        else _lock_step_generate(model, weights, sp, seed, batch_size)
+    )
 
     def policy(batch: list[Messages]) -> list[str]:
         ids = [tok.chat(list(m)) for m in batch]
         if max_prompt_tokens:
             ids = [x[-max_prompt_tokens:] for x in ids]
+        return [tok.decode(t) for t in generate(ids)]
+
+    return policy
+
+
+def _lock_step_generate(model: LoadedModel, weights, sp, seed: int, batch_size: int):
+    """prompts -> completions (token ids), `batch_size` prompts of similar length a call."""
+    from memjax.sampling.sampler import prepare_params, sample
+    from memjax.sampling.weights import WeightCopies
+
+    tok = model.tokenizer
+    calls = [0]
+    prepared = []  # per-layer weights on CPU (and a cast copy), laid out once, not per call
+
+    def generate(ids: list[list[int]]) -> list[list[int]]:
         order = np.argsort([len(x) for x in ids], kind="stable")
-        out: list[str] = [""] * len(ids)
+        out: list[list[int]] = [[] for _ in ids]
         for start in range(0, len(order), batch_size):
             rows = order[start : start + batch_size]
             calls[0] += 1
             if not prepared:
-                weights = params if params is not None else model.params
                 prepared.append(WeightCopies(prepare_params(weights, model.cfg)))
             result = sample(
                 prepared[0].for_call(sp, len(rows)),
@@ -96,10 +118,38 @@ def sampler_policy(
             )
             tokens, lengths = np.asarray(result.tokens), np.asarray(result.lengths)
             for j, r in enumerate(rows):
-                out[r] = tok.decode(tokens[j, : lengths[j]].tolist())
+                out[r] = tokens[j, : lengths[j]].tolist()
         return out
 
-    return policy
+    return generate
+
+
+def _engine_generate(model: LoadedModel, weights, sp, seed: int, slots: int, max_prompt_tokens):
+    """prompts -> completions (token ids) through one engine, built on the first call; the
+    i-th prompt of the n-th call draws from key fold_in(key(seed), n) at row i."""
+    from memjax.engine import Engine, Request
+
+    engines: list[Engine] = []
+    calls = [0]
+
+    def generate(ids: list[list[int]]) -> list[list[int]]:
+        if not engines:
+            longest = max_prompt_tokens or model.cfg.max_position_embeddings - sp.max_new_tokens
+            engines.append(
+                Engine(
+                    weights,
+                    model.cfg,
+                    eos_ids=model.tokenizer.eos_ids,
+                    slots=slots,
+                    max_len=longest + sp.max_new_tokens,
+                )
+            )
+        calls[0] += 1
+        key = jax.random.fold_in(jax.random.key(seed), calls[0])
+        requests = [Request(x, sp, key, row) for row, x in enumerate(ids)]
+        return [c.tokens for c in engines[0].run(requests)]
+
+    return generate
 
 
 def greedy_policy(source: str, max_new_tokens: int, batch_size: int = 16) -> ChatPolicy:
