@@ -43,6 +43,10 @@ def get_config() -> ConfigDict:
     c.shared_prefix = 0  # > 0: a micro-batch's rows run a prompt they share once (rl.shared_prefix)
     c.seq_len = 8  # 2 prompt + 6 completion tokens
     c.vocab_chunk = 16
+    # True: rollouts on the continuous-batching engine (one device, no mesh), each trajectory's
+    # next turn submitted as its last one ends; engine_slots rows decode at once (0: 8).
+    c.rollout_engine = False
+    c.engine_slots = 0
     c.old_logprobs = "trainer"  # recompute (the sampler's are logged as the gap metric)
     c.sampling = ConfigDict(dict(temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=6))
     c.loss = ConfigDict(

@@ -147,7 +147,8 @@ def make_rollout_generate(
     """The rollout loop's `generate(prompts, rng) -> list[Completion]` with stop strings (the
     trainer's default generate knows only EOS ids). Set `generate.params` before calling; the
     trainer does so with the current policy before every rollout. With a mesh, the sampler
-    shards weights by SAMPLING_RULES and the batch over the data axes."""
+    shards weights by SAMPLING_RULES and the batch over the data axes. `generate.stop_strings`
+    and `generate.tokenizer` give the same stops to the trainer's rollout engine."""
     from memjax.parallel import SAMPLING_RULES
     from memjax.rl.rollout import Completion
 
@@ -171,6 +172,8 @@ def make_rollout_generate(
         return [Completion(list(s.tokens), list(s.logprobs), s.stop_reason) for s in _rows(out)]
 
     generate.params = None
+    # Read by the trainer when it rolls out on the engine instead (rl.rollout_engine).
+    generate.stop_strings, generate.tokenizer = stop, tokenizer
     return generate
 
 

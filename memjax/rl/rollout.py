@@ -12,7 +12,7 @@ appends an observation, or starts a new context (see `memjax.rl.environment`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from typing import Any
 
 import jax
@@ -69,14 +69,7 @@ def run_episodes(
     The EOS token stays in the context as a trainable token (stopping is a decision the policy
     learns); the environment sees the completion without it."""
     eos = set(int(e) for e in eos_ids)
-    trajs, states = [], []
-    for g, example in enumerate(examples):
-        for _ in range(group_size):
-            state, prompt = env.reset(example)
-            ctx = Context()
-            ctx.extend(prompt, trainable=False)
-            trajs.append(Trajectory(group=g, contexts=[ctx]))
-            states.append(state)
+    trajs, states = start_episodes(env, examples, group_size)
     active = list(range(len(trajs)))
     for turn in range(env.max_turns):
         if not active:
@@ -85,31 +78,62 @@ def run_episodes(
         outs = generate(prompts, jax.random.fold_in(rng, turn))
         still = []
         for i, out in zip(active, outs):
-            tr = trajs[i]
-            tr.contexts[-1].extend(out.tokens, trainable=True, logprobs=out.logprobs)
-            tr.turns += 1
-            tr.completion_tokens += len(out.tokens)
-            text = list(out.tokens)
-            if text and text[-1] in eos:
-                text = text[:-1]
-            states[i], res = env.step(states[i], text, out.stop_reason)
-            for k, v in res.info.items():
-                tr.info[k] = tr.info.get(k, 0.0) + float(v)
-            if res.done:
-                tr.reward = float(res.reward)
-                continue
-            if res.next_context is not None:
-                ctx = Context()
-                ctx.extend(res.next_context, trainable=False)
-                tr.contexts.append(ctx)
-            if res.observation:
-                tr.contexts[-1].extend(res.observation, trainable=False)
-            still.append(i)
+            states[i], done = take_turn(env, trajs[i], states[i], out, eos)
+            if not done:
+                still.append(i)
         active = still
     for i in active:  # cut off at max_turns
-        trajs[i].reward = float(env.truncated_reward(states[i]))
-        trajs[i].info["truncated"] = 1.0
+        truncate(env, trajs[i], states[i])
     return trajs
+
+
+def start_episodes(
+    env: Environment, examples: Sequence[Any], group_size: int
+) -> tuple[list[Trajectory], list[Any]]:
+    """G fresh episodes per example, example by example: their trajectories (one context
+    holding the first prompt, untrained) and environment states."""
+    trajs, states = [], []
+    for g, example in enumerate(examples):
+        for _ in range(group_size):
+            state, prompt = env.reset(example)
+            ctx = Context()
+            ctx.extend(prompt, trainable=False)
+            trajs.append(Trajectory(group=g, contexts=[ctx]))
+            states.append(state)
+    return trajs, states
+
+
+def take_turn(
+    env: Environment, tr: Trajectory, state: Any, out: Completion, eos: Container[int]
+) -> tuple[Any, bool]:
+    """One model turn of an episode: the completion joins the current context (trainable, EOS
+    kept), the environment steps on it without the EOS, and its result ends the episode,
+    opens a fresh context or appends an observation. Returns (new state, done)."""
+    tr.contexts[-1].extend(out.tokens, trainable=True, logprobs=out.logprobs)
+    tr.turns += 1
+    tr.completion_tokens += len(out.tokens)
+    text = list(out.tokens)
+    if text and text[-1] in eos:
+        text = text[:-1]
+    state, res = env.step(state, text, out.stop_reason)
+    for k, v in res.info.items():
+        tr.info[k] = tr.info.get(k, 0.0) + float(v)
+    if res.done:
+        tr.reward = float(res.reward)
+        return state, True
+    if res.next_context is not None:
+        ctx = Context()
+        ctx.extend(res.next_context, trainable=False)
+        tr.contexts.append(ctx)
+    if res.observation:
+        tr.contexts[-1].extend(res.observation, trainable=False)
+    return state, False
+
+
+def truncate(env: Environment, tr: Trajectory, state: Any) -> None:
+    """An episode cut off at max_turns: the environment's truncated reward, counted in info."""
+    tr.reward = float(env.truncated_reward(state))
+    tr.info["truncated"] = 1.0
 
 
 def pack(
@@ -183,4 +207,7 @@ __all__ = [
     "run_episodes",
     "run_in_waves",
     "pack",
+    "start_episodes",
+    "take_turn",
+    "truncate",
 ]

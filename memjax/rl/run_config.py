@@ -26,6 +26,7 @@ from memjax.training.states import optimizer_from
 
 ALGOS = ("grpo", "ppo")
 OLD_LOGPROBS = ("trainer", "sampler")
+DEFAULT_ENGINE_SLOTS = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +84,15 @@ class RLRunConfig:
     # GRPO group's prompt) run them once (memjax.rl.shared_prefix); 0 runs every row whole.
     shared_prefix: int = 0
     decode_batch: int = 0  # rows decoded at once over the mesh; 0: all of a step's rows
+    # Rollouts on the continuous-batching engine (memjax.rl.engine_rollout) instead of the
+    # lock-step sampler: each trajectory's next turn starts as soon as its last one ends.
+    rollout_engine: bool = False
+    engine_slots: int = 0  # rows the engine decodes at once; 0: decode_batch, else 8
+
+    @property
+    def slots(self) -> int:
+        """The engine's slots: engine_slots, else decode_batch, else DEFAULT_ENGINE_SLOTS."""
+        return self.engine_slots or self.decode_batch or DEFAULT_ENGINE_SLOTS
 
     @property
     def total_updates(self) -> int:
@@ -105,6 +115,7 @@ class RLRunConfig:
         require(decode >= 0, f"{path}.decode_batch", decode, "must be >= 0 (0: a step's rows)")
         shared = ints["shared_prefix"]
         require(shared >= 0, f"{path}.shared_prefix", shared, "must be >= 0 (0: off)")
+        engine = _rollout_engine(values, ints, path)
         advantage = read_section(AdvantageConfig, values.get("advantage"), f"{path}.advantage")
         if algo == "grpo" and advantage.singleton_group == "zero":
             require(
@@ -142,6 +153,7 @@ class RLRunConfig:
             mesh=as_dict(values.get("mesh")) or None,
             lora=lora_from_section(values.get("lora"), path),
             mini_batch=mini_batch,
+            rollout_engine=engine,
             **{k: v for k, v in ints.items() if k in _RUN_INTS},
         )
         if mini_batch.mode == "in_order":
@@ -184,6 +196,7 @@ _INT_FIELDS = {
     "vocab_chunk": 4096,
     "shared_prefix": 0,
     "decode_batch": 0,  # rows the sampler decodes at once over the mesh (0: a step's all)
+    "engine_slots": 0,  # with rollout_engine: its slots (0: decode_batch, else 8)
     "mini_batch_rows": 0,
     "mini_batch_shards": 1,
 }
@@ -212,6 +225,22 @@ def _mini_batch(values: dict, ints: dict, path: str) -> MiniBatchConfig:
             f"must be >= 1 and divide mini_batch_rows={rows}",
         )
     return MiniBatchConfig(mode, ints["mini_batches"], rows, shards)
+
+
+def _rollout_engine(values: dict, ints: dict, path: str) -> bool:
+    """rollout_engine, checked: a bool, and off wherever a mesh spreads the run over devices
+    (the engine decodes on one device, unsharded)."""
+    on = values.get("rollout_engine", False)
+    require(isinstance(on, bool), f"{path}.rollout_engine", on, "expected True or False")
+    slots = ints["engine_slots"]
+    require(slots >= 0, f"{path}.engine_slots", slots, "must be >= 0 (0: decode_batch, else 8)")
+    mesh = as_dict(values.get("mesh")) or {}
+    if on and any(size != 1 for size in mesh.values()):
+        raise ConfigError(
+            f"{path}.rollout_engine=True: the rollout engine runs on one device, unsharded, and "
+            f"{path}.mesh={mesh} is set; unset the mesh or set rollout_engine=False"
+        )
+    return on
 
 
 def _int(values: dict, name: str, path: str, default) -> int:

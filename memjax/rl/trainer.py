@@ -5,7 +5,8 @@
 
 One step of `RLTask`:
   1. `prompts_per_step` examples from a grain pipeline (its position is checkpointed);
-  2. `group_size` episodes each through the environment and the on-device sampler;
+  2. `group_size` episodes each through the environment and the on-device sampler (in
+     lock-step turns, or on the continuous-batching engine with `rl.rollout_engine`);
   3. advantages: GRPO group-normalised per trajectory, broadcast to all its contexts
      (multi-context GRPO); or PPO: critic values + GAE over the trainable tokens;
   4. old log-probs (recomputed by the trainer, or the sampler's), reference log-probs when the
@@ -41,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from memjax import distributed
+from memjax.engine import Engine
 from memjax.errors import ConfigError, DataError
 from memjax.models.config import DecoderConfig
 from memjax.models.decoder import decoder_abstract
@@ -50,6 +52,7 @@ from memjax.parallel import SAMPLING_RULES, TRAIN_RULES
 from memjax.rl import advantages as adv_lib
 from memjax.rl import critic as critic_lib
 from memjax.rl import losses, steps
+from memjax.rl.engine_rollout import run_on_engine
 from memjax.rl.environment import Environment
 from memjax.rl.minibatches import pad_plan, padded_size, plan_mini_batches, take_rows
 from memjax.rl.rollout import Completion, pack, run_in_waves
@@ -302,6 +305,10 @@ class RLTask:
         return params if self.lora is None else self.lora.merged(params)
 
     def _build_generate(self, generate) -> None:
+        # The engine takes the stop strings (and the tokenizer that spells them) a caller's
+        # generate was built with (`make_rollout_generate`); the default one has none.
+        self.stop_strings = tuple(getattr(generate, "stop_strings", ()))
+        self.tokenizer = getattr(generate, "tokenizer", None)
         self.eval_generate = generate  # a caller-supplied generate serves both
         if generate is None:
             sampling = self.rc.sampling
@@ -318,12 +325,7 @@ class RLTask:
         P_local = distributed.host_batch_size(rc.prompts_per_step)
         examples = [next(self.data_iterator) for _ in range(P_local)]
         t0 = time.perf_counter()
-        self.generate.params = self._sampler_params()
-        # This host's share of the rows the sampler decodes at once (the memory plan's KV cache).
-        wave = distributed.host_batch_size(rc.decode_batch) if rc.decode_batch else 0
-        trajs = run_in_waves(
-            self.env, examples, rc.group_size, self.generate, key, self.eos_ids, wave
-        )
+        trajs = self._rollouts(self.env, examples, rc.group_size, key, evaluation=False)
         t_roll = time.perf_counter() - t0
         batch, row_traj, truncated = self._pack(trajs)
         rewards = np.array([t.reward for t in trajs], np.float32)
@@ -335,6 +337,29 @@ class RLTask:
         metrics = self._update(batch, row_traj, np.random.default_rng([rc.loop.seed, step]))
         record = self._record(trajs, rewards, row_traj, truncated, t_roll, t0)
         return record, metrics
+
+    def _rollouts(self, env, examples, group_size: int, key, *, evaluation: bool):
+        """The episodes of `examples` with the current policy: on the engine (rl.rollout_engine)
+        or in the sampler's lock-step waves. Evaluation decodes greedily."""
+        rc = self.rc
+        if rc.rollout_engine:
+            sampling = dataclasses.replace(rc.sampling, greedy=True) if evaluation else rc.sampling
+            engine = Engine(
+                self._sampler_params(),
+                self.cfg,
+                eos_ids=self.eos_ids,
+                tokenizer=self.tokenizer,
+                slots=rc.slots,
+                max_len=rc.seq_len,  # a context the trainer can hold, with its completion
+            )
+            return run_on_engine(
+                env, examples, group_size, engine, sampling, key, stop_strings=self.stop_strings
+            )
+        generate = self.eval_generate if evaluation else self.generate
+        generate.params = self._sampler_params()
+        # This host's share of the rows the sampler decodes at once (the memory plan's KV cache).
+        wave = distributed.host_batch_size(rc.decode_batch) if rc.decode_batch else 0
+        return run_in_waves(env, examples, group_size, generate, key, self.eos_ids, wave)
 
     def _pack(self, trajs):
         batch = pack(trajs, self.rc.seq_len, self.pad_id, self.rows_multiple)
@@ -493,12 +518,7 @@ class RLTask:
 
     def evaluate(self, step: int, key) -> float:
         """Mean reward of one greedy episode per held-out example."""
-        self.eval_generate.params = self._sampler_params()
-        rc = self.rc
-        wave = distributed.host_batch_size(rc.decode_batch) if rc.decode_batch else 0
-        trajs = run_in_waves(
-            self.eval_env, self.eval_examples, 1, self.eval_generate, key, self.eos_ids, wave
-        )
+        trajs = self._rollouts(self.eval_env, self.eval_examples, 1, key, evaluation=True)
         return float(np.mean([t.reward for t in trajs]))
 
     def postfix(self, record, metrics) -> dict[str, str]:
@@ -532,8 +552,9 @@ def train(
     """Runs (or resumes) RL training; returns the history, evals, final params and wall time.
 
     `config` is a trainer section (validated here, before any work: see `RLRunConfig`; `path`
-    is its name in error messages). `generate` defaults to memjax's sampler; `critic_params`
-    to a copy of the policy (PPO only). `base_source` names the base in LoRA checkpoints.
+    is its name in error messages). `generate` defaults to memjax's sampler (with
+    `rl.rollout_engine` the engine samples instead, with the `stop_strings` and `tokenizer`
+    the given generate carries, if any); `critic_params` to a copy of the policy (PPO only). `base_source` names the base in LoRA checkpoints.
     """
     rc = RLRunConfig.from_section(config, path)
     task = RLTask(
