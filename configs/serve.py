@@ -24,7 +24,12 @@ def get_config() -> ConfigDict:
     config.server.max_tokens = 1024  # the most one request may ask for
     config.server.default_max_tokens = 256  # a chat request that names no max_tokens
     config.server.max_n = 8
-    # Requests arriving within this window of each other share one sampler call.
+    # The continuous-batching engine: a request joins the ones decoding as it arrives.
+    config.server.engine = True
+    config.server.slots = 8  # requests decoding at once
+    config.server.max_len = 0  # prompt + max_tokens per slot; 0: max_prompt_tokens + max_tokens
+    # engine=False: the lock-step sampler; requests arriving within this window of each other
+    # share one sampler call.
     config.server.batch_window_ms = 5.0
     config.server.max_batch_rows = 32
     return config

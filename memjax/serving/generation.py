@@ -99,14 +99,7 @@ class GenerationEngine:
         rows = len(prompts)
         padded = 1 << (rows - 1).bit_length()
         prompts += [prompts[0]] * (padded - rows)
-        choice = first.choice
-        sampling = SamplingParams(
-            temperature=choice.temperature if not choice.greedy else 1.0,
-            top_p=choice.top_p,
-            top_k=choice.top_k,
-            greedy=choice.greedy,
-            max_new_tokens=token_bucket(first.max_tokens),
-        )
+        sampling = sampling_params(first.choice, token_bucket(first.max_tokens))
         self.calls += 1
         if first.seed is not None and len(generations) == 1:
             rng = jax.random.key(first.seed)
@@ -130,27 +123,39 @@ class GenerationEngine:
             choices = []
             for _ in range(g.n):
                 n = int(lengths[row])
+                reason = out.stop_reason[row]
                 choices.append(
-                    self._choice(tokens[row, :n], logprobs[row, :n], out.stop_reason[row], g)
+                    to_choice(tokens[row, :n], logprobs[row, :n], reason, g, self.tokenizer)
                 )
                 row += 1
             results.append(choices)
         return results
 
-    def _choice(self, tokens, logprobs, reason: str, g: Generation) -> Choice:
-        """A row cut to the request's own max_tokens, its stop string and EOS left out."""
-        if len(tokens) > g.max_tokens:
-            tokens, logprobs = tokens[: g.max_tokens], logprobs[: g.max_tokens]
-            reason = "max_tokens"
-        ids = [int(t) for t in tokens]
-        text_ids = ids[:-1] if reason == "eos" else ids
-        text = self.tokenizer.decode(text_ids, skip_special_tokens=True)
-        if (
-            reason == "stop_string" and not g.keep_stop
-        ):  # the sampler cut the row right after the stop string
-            text = _before_stop(text, g.stop)
-        finish = "length" if reason == "max_tokens" else "stop"
-        return Choice(text, tuple(ids), tuple(float(x) for x in logprobs), finish)
+
+def sampling_params(choice: TokenChoice, max_new_tokens: int) -> SamplingParams:
+    """The sampler's (and the engine's) settings for a request's token choice."""
+    return SamplingParams(
+        temperature=choice.temperature if not choice.greedy else 1.0,
+        top_p=choice.top_p,
+        top_k=choice.top_k,
+        greedy=choice.greedy,
+        max_new_tokens=max_new_tokens,
+    )
+
+
+def to_choice(tokens, logprobs, reason: str, g: Generation, tokenizer) -> Choice:
+    """A completion (its ids, log-probs and stop reason: "eos", "stop_string" or "max_tokens")
+    cut to the request's own max_tokens, its stop string and EOS left out of the text."""
+    if len(tokens) > g.max_tokens:
+        tokens, logprobs = tokens[: g.max_tokens], logprobs[: g.max_tokens]
+        reason = "max_tokens"
+    ids = [int(t) for t in tokens]
+    text_ids = ids[:-1] if reason == "eos" else ids
+    text = tokenizer.decode(text_ids, skip_special_tokens=True)
+    if reason == "stop_string" and not g.keep_stop:  # the ids end right after the stop string
+        text = _before_stop(text, g.stop)
+    finish = "length" if reason == "max_tokens" else "stop"
+    return Choice(text, tuple(ids), tuple(float(x) for x in logprobs), finish)
 
 
 def _before_stop(text: str, stop: Sequence[str]) -> str:

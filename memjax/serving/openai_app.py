@@ -5,11 +5,12 @@
     uvicorn.run(app, host="127.0.0.1", port=8000)
 
 Chat messages are rendered with the model's own chat template (the assistant header added);
-the request's sampling settings go to memjax's sampler through the Batcher, which gathers
-concurrent requests into shared calls. Log-probs are the sampler's: the sampled tokens'
-log-probabilities at the sampling temperature (at temperature 0, greedy, of the model's own
-distribution). A stream sends the completion token by token as server-sent events once its
-batch has decoded (the sampler decodes a batch in one device loop).
+the request's sampling settings go to memjax's continuous-batching engine (EngineBatcher: a
+request joins the engine's slots as it arrives), or with `engine=False` to the lock-step
+sampler through the Batcher, which gathers concurrent requests into shared calls. Log-probs
+are the sampled tokens' log-probabilities at the sampling temperature (at temperature 0,
+greedy, of the model's own distribution). A stream sends the completion token by token as
+server-sent events once it has decoded.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from fastapi.responses import StreamingResponse
 from memjax.http_bounds import BodyLimit
 from memjax.serving import errors
 from memjax.serving.batcher import Batcher
+from memjax.serving.engine_batcher import EngineBatcher
 from memjax.serving.errors import ApiError
 from memjax.serving.generation import Choice, Generation, GenerationEngine, TokenChoice
 from memjax.serving.openai_schema import ChatCompletionRequest, CompletionRequest, SamplingFields
@@ -39,19 +41,32 @@ class ServerSettings:
     max_tokens: int = 1024  # the most a request may ask for
     default_max_tokens: int = 256  # chat requests that name no max_tokens
     max_n: int = 8
-    batch_window_ms: float = 5.0
+    batch_window_ms: float = 5.0  # the lock-step batcher's
     max_batch_rows: int = 32
     seed: int = 0
+    engine: bool = True  # the continuous-batching engine; False: the lock-step batcher
+    slots: int = 8  # the engine's: requests decoding at once
+    max_len: int = 0  # the engine's: prompt + max_tokens per slot; 0: the most a request asks
+
+    def engine_max_len(self) -> int:
+        return self.max_len or self.max_prompt_tokens + self.max_tokens
 
 
 def make_app(model, settings: ServerSettings) -> FastAPI:
-    engine = GenerationEngine(model, max_batch_rows=settings.max_batch_rows, seed=settings.seed)
-    batcher = Batcher(engine, settings.batch_window_ms / 1000, settings.max_batch_rows)
+    if settings.engine:
+        batcher = EngineBatcher(
+            model, slots=settings.slots, max_len=settings.engine_max_len(), seed=settings.seed
+        )
+        room = batcher.max_len
+    else:
+        engine = GenerationEngine(model, max_batch_rows=settings.max_batch_rows, seed=settings.seed)
+        batcher = Batcher(engine, settings.batch_window_ms / 1000, settings.max_batch_rows)
+        room = model.cfg.max_position_embeddings
     app = FastAPI(title="memjax OpenAI-compatible server", docs_url=None, redoc_url=None)
     app.state.batcher = batcher
     errors.install(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, refusal=errors.too_large)
-    api = _Api(engine, batcher, settings)
+    api = _Api(model, batcher, settings, room)
     app.add_api_route("/v1/models", api.models, methods=["GET"])
     app.add_api_route("/v1/chat/completions", api.chat, methods=["POST"])
     app.add_api_route("/v1/completions", api.completions, methods=["POST"])
@@ -60,9 +75,15 @@ def make_app(model, settings: ServerSettings) -> FastAPI:
 
 
 class _Api:
-    def __init__(self, engine: GenerationEngine, batcher: Batcher, settings: ServerSettings):
-        self.engine, self.batcher, self.settings = engine, batcher, settings
-        self.tokenizer = engine.tokenizer
+    def __init__(self, model, batcher: Batcher | EngineBatcher, settings: ServerSettings, room):
+        self.batcher, self.settings = batcher, settings
+        self.tokenizer = model.tokenizer
+        self.eos_ids = frozenset(int(e) for e in self.tokenizer.eos_ids)
+        # The most tokens a request's prompt + max_tokens may hold, and what sets that limit.
+        self.room = room
+        self.room_name = (
+            "model's context" if room == model.cfg.max_position_embeddings else "server's max_len"
+        )
         self.created = int(time.time())
 
     async def models(self):
@@ -166,12 +187,12 @@ class _Api:
             )
         if request.n > s.max_n:
             raise ApiError(400, f"n={request.n}: at most {s.max_n}", param="n")
-        room = self.engine.cfg.max_position_embeddings
+        room = self.room
         if len(prompt) + max_tokens > room:
             raise ApiError(
                 400,
                 f"prompt ({len(prompt)} tokens) + max_tokens ({max_tokens}) is over the "
-                f"model's context of {room}",
+                f"{self.room_name} of {room}",
                 param="max_tokens",
                 code="context_length_exceeded",
             )
@@ -183,7 +204,7 @@ class _Api:
     def _token_logprobs(self, c: Choice) -> list[dict]:
         """One entry per sampled token (a final end-of-turn token left out)."""
         ids, logprobs = c.token_ids, c.logprobs
-        if ids and ids[-1] in self.engine.eos_ids:
+        if ids and ids[-1] in self.eos_ids:
             ids, logprobs = ids[:-1], logprobs[:-1]
         entries = []
         for token, logprob in zip(ids, logprobs):

@@ -61,6 +61,15 @@ def serve_config(config) -> ServeConfig:
         )
     if float(s.batch_window_ms) < 0:
         raise ConfigError(f"config.server.batch_window_ms={s.batch_window_ms}: must be >= 0")
+    if not isinstance(s.engine, bool):
+        raise ConfigError(f"config.server.engine={s.engine!r}: expected True or False")
+    if int(s.slots) < 1:
+        raise ConfigError(f"config.server.slots={s.slots!r}: must be >= 1")
+    if int(s.max_len) != 0 and int(s.max_len) < 2:
+        raise ConfigError(
+            f"config.server.max_len={s.max_len!r}: must be >= 2, or 0 for max_prompt_tokens "
+            "+ max_tokens"
+        )
     api = ServerSettings(
         model_name=str(s.model_name or model_name(source)),
         max_body_bytes=int(s.max_body_bytes),
@@ -71,6 +80,9 @@ def serve_config(config) -> ServeConfig:
         batch_window_ms=float(s.batch_window_ms),
         max_batch_rows=int(s.max_batch_rows),
         seed=int(config.seed),
+        engine=bool(s.engine),
+        slots=int(s.slots),
+        max_len=int(s.max_len),
     )
     return ServeConfig(source, str(config.model.param_dtype), str(s.host), port, api)
 

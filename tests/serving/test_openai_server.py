@@ -80,8 +80,8 @@ def test_text_completion(client, smollm2):
     assert reply.usage.prompt_tokens == len(smollm2.tokenizer.encode("The sky is"))
 
 
-def test_concurrent_requests_share_sampler_calls(client, server):
-    before = server.stats.calls, server.stats.requests
+def test_concurrent_requests_share_the_engines_decode_steps(client, server):
+    before = server.stats
     prompts = [[{"role": "user", "content": f"Count to {i}."}] for i in range(6)]
     with concurrent.futures.ThreadPoolExecutor(6) as pool:
         replies = list(
@@ -93,8 +93,48 @@ def test_concurrent_requests_share_sampler_calls(client, server):
             )
         )
     assert all(r.choices[0].message.content for r in replies)
-    calls, requests = server.stats.calls - before[0], server.stats.requests - before[1]
-    assert requests == 6 and calls < requests
+    after = server.stats
+    assert after.requests - before.requests == 6
+    # A request's first token comes from its prefill; each later one is a decode step of its
+    # slot. Fewer steps than those tokens: some steps decoded several requests at once.
+    decoded = sum(r.usage.completion_tokens - 1 for r in replies)
+    assert after.decode_steps - before.decode_steps < decoded
+
+
+def test_eight_concurrent_requests_with_their_own_max_tokens(client, smollm2):
+    """Each of 8 requests sent at once (different prompts, max_tokens 1..15, joining the
+    engine's slots as they arrive) gets the greedy completion generate_chat gives its prompt,
+    cut to its own max_tokens."""
+    chats = [
+        [{"role": "user", "content": f"Tell me a fact about the number {i}."}] for i in range(8)
+    ]
+    limits = [1 + 2 * i for i in range(8)]
+    local = generate_chat(
+        smollm2,
+        None,
+        chats,
+        SamplingParams(max_new_tokens=max(limits), greedy=True),
+        jax.random.key(0),
+    )
+    tokenizer = smollm2.tokenizer
+
+    def ask(i):
+        return client.chat.completions.create(
+            model=MODEL, messages=chats[i], temperature=0, max_tokens=limits[i]
+        )
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        replies = list(pool.map(ask, range(8)))
+    for i, reply in enumerate(replies):
+        tokens, k = local.output.completions()[i], limits[i]
+        eos = len(tokens) <= k and local.output.stop_reason[i] == "eos"  # it ended in the limit
+        cut = tokens if eos else tokens[:k]
+        choice = reply.choices[0]
+        assert choice.message.content == tokenizer.decode(
+            cut[:-1] if eos else cut, skip_special_tokens=True
+        )
+        assert choice.finish_reason == ("stop" if eos else "length")
+        assert reply.usage.completion_tokens == len(cut)
 
 
 @pytest.mark.parametrize(

@@ -1,16 +1,20 @@
-"""memjax's OpenAI-compatible server: 16 concurrent clients against one request at a time.
+"""memjax's OpenAI-compatible server: the engine against the lock-step batcher, same requests.
 
-    python tools/bench.py serving [--clients 16] [--max-tokens 32] [--pairs 3]
+    python tools/bench.py serving [--clients 16] [--max-tokens 32] [--pairs 3] [--slots 8]
+        [--max-len 0] [--mixed]
 
-The packaged SmolLM2 behind the server on 127.0.0.1 (real uvicorn, real `openai` clients).
-One round sends `--clients` chat requests (different questions, greedy, exactly the same
-requests in both modes) either all at once from as many client threads, which the server
-gathers into shared sampler calls, or one after another, each sent when the last one's reply
-came back. The two modes alternate round by round (tools' paired timing) after one warm-up
-round of each (compiles); the ratio is the sequential round's seconds over the concurrent one's.
-Reported per mode: completion tokens/s over the round's wall time and p50/p99 latency of a
-request (send to reply), over every request of every round; and the server's sampler calls.
-The last line is one JSON object.
+The packaged SmolLM2 behind two servers on 127.0.0.1 in one process (real uvicorn, real
+`openai` clients): one on the continuous-batching engine (the default, `--slots` slots), one
+on the lock-step batcher (`engine=False`, which gathers the requests into shared sampler
+calls). One round sends `--clients` chat requests at once from as many client threads
+(different questions, greedy, exactly the same requests on both servers); request i asks for
+`--max-tokens` tokens, or with `--mixed` for 1/4, 1/2, 3/4 or all of them in turn, which is
+where a slot freed early helps. The two servers alternate round by round (tools' paired
+timing) after one warm-up round each (compiles); the ratio is the lock-step round's seconds
+over the engine's (> 1: the engine is faster). Reported per server: completion tokens/s over
+the round's wall time and p50/p99 latency of a request (send to reply), over every request of
+every round; and the engine's decode calls and the batcher's sampler calls. The last line is
+one JSON object.
 """
 
 from __future__ import annotations
@@ -47,7 +51,12 @@ QUESTIONS = [
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clients", type=int, default=16, help="concurrent requests per round")
     parser.add_argument("--max-tokens", type=int, default=32, help="max_tokens of each request")
-    parser.add_argument("--pairs", type=int, default=3, help="rounds of each mode, alternated")
+    parser.add_argument("--mixed", action="store_true", help="max_tokens 1/4..all in turn")
+    parser.add_argument("--pairs", type=int, default=3, help="rounds of each server, alternated")
+    parser.add_argument("--slots", type=int, default=8, help="the engine's slots")
+    parser.add_argument(
+        "--max-len", type=int, default=0, help="the engine's max_len (0: the server's default)"
+    )
     parser.add_argument("--source", default="packaged:smollm2", help="the model to serve")
 
 
@@ -87,6 +96,24 @@ class Mode:
         }
 
 
+def _requests(args) -> list[dict]:
+    requests = []
+    for i in range(args.clients):
+        limit = args.max_tokens
+        if args.mixed:
+            limit = max(1, args.max_tokens * (i % 4 + 1) // 4)
+        question = QUESTIONS[i % len(QUESTIONS)] + f" ({i})"
+        requests.append(
+            {
+                "model": "bench",
+                "messages": [{"role": "user", "content": question}],
+                "temperature": 0,
+                "max_tokens": limit,
+            }
+        )
+    return requests
+
+
 def main(args) -> dict:
     from openai import OpenAI
 
@@ -96,38 +123,39 @@ def main(args) -> dict:
 
     load_before = load_average()
     model = load_model(args.source, param_dtype="float32")
-    settings = ServerSettings(model_name="bench", max_tokens=args.max_tokens, max_batch_rows=32)
-    requests = [
-        {
-            "model": "bench",
-            "messages": [{"role": "user", "content": QUESTIONS[i % len(QUESTIONS)] + f" ({i})"}],
-            "temperature": 0,
-            "max_tokens": args.max_tokens,
-        }
-        for i in range(args.clients)
-    ]
-    with ThreadedServer(model, settings) as server:
-        client = OpenAI(base_url=server.url, api_key="unused", max_retries=0, timeout=3600)
-        concurrent, sequential = Mode(client, requests, True), Mode(client, requests, False)
-        concurrent(), sequential()  # warm-up: compiles every shape either mode meets
-        for mode in (concurrent, sequential):
-            mode.latencies, mode.tokens, mode.rounds_s = [], [], []
-        calls_before = server.stats.calls
-        times = alternate(concurrent, sequential, args.pairs)
-        calls = server.stats.calls - calls_before
+    common = dict(model_name="bench", max_tokens=args.max_tokens, max_batch_rows=32)
+    requests = _requests(args)
+    engine_settings = ServerSettings(engine=True, slots=args.slots, max_len=args.max_len, **common)
+    with (
+        ThreadedServer(model, engine_settings) as on_engine,
+        ThreadedServer(model, ServerSettings(engine=False, **common)) as lock_step,
+    ):
+        modes = {}
+        for name, server in (("engine", on_engine), ("lock_step", lock_step)):
+            client = OpenAI(base_url=server.url, api_key="unused", max_retries=0, timeout=3600)
+            modes[name] = Mode(client, requests, True)
+            modes[name]()  # warm-up: compiles every shape the round meets
+            modes[name].latencies, modes[name].tokens, modes[name].rounds_s = [], [], []
+        before = on_engine.stats.calls, lock_step.stats.calls
+        times = alternate(modes["engine"], modes["lock_step"], args.pairs)
+        calls = on_engine.stats.calls - before[0], lock_step.stats.calls - before[1]
     summary = times.summary()
     return {
         "benchmark": "serving",
         "source": args.source,
         "clients": args.clients,
         "max_tokens": args.max_tokens,
-        "concurrent": concurrent.summary(),
-        "sequential": sequential.summary(),
-        "ratio_sequential_over_concurrent": summary["ratio"],
+        "mixed": args.mixed,
+        "slots": args.slots,
+        "engine_max_len": engine_settings.engine_max_len(),
+        "engine": modes["engine"].summary(),
+        "lock_step": modes["lock_step"].summary(),
+        "ratio_lock_step_over_engine": summary["ratio"],
         "ratio_min": summary["ratio_min"],
         "ratio_max": summary["ratio_max"],
         "pairs": summary["pairs"],
-        "sampler_calls": calls,
+        "engine_decode_calls": calls[0],
+        "lock_step_sampler_calls": calls[1],
         "load_before": load_before,
         "load_after": load_average(),
     }
