@@ -60,6 +60,10 @@ def rl_config(algo: str, group_size: int, prompts_per_step: int, seq_len: int) -
     rl.mini_batches = 1
     rl.micro_batches = 1
     rl.decode_batch = 0  # rows the sampler decodes at once over the mesh; 0: a step's all
+    # True: rollouts on the continuous-batching engine (one device), engine_slots rows at once
+    # (0: decode_batch, else 8); docs/training.md.
+    rl.rollout_engine = False
+    rl.engine_slots = 0
     rl.shared_prefix = 0  # e.g. 256: a group's rows run their prompt once (memjax.rl.shared_prefix)
     rl.seq_len = seq_len
     rl.vocab_chunk = 4096

@@ -68,6 +68,10 @@ def memsearcher_config(model_source: str, data_root: str = "/data/FlashRAG_datas
     config.rollout.max_prompt_length = 695
     config.rollout.max_response_length = 6024  # per context
     config.rollout.decode_batch = 0  # rows decoded at once over the mesh; 0: a step's all
+    # True: training rollouts on the continuous-batching engine (one device), engine_slots
+    # rows at once (0: decode_batch, else 8); docs/training.md.
+    config.rollout.engine = False
+    config.rollout.engine_slots = 0
 
     # Prompt template files with {{placeholders}} (memjax.text.prompt_templates); "" keeps
     # memjax's own wording. Point one at the authors' exact text to reproduce their setup.

@@ -62,6 +62,8 @@ def trainer_config(config: ConfigDict, num_train_examples: int) -> ConfigDict:
     c.vocab_chunk = int(train.vocab_chunk)
     c.shared_prefix = int(train.get("shared_prefix", 0))
     c.decode_batch = int(rollout.get("decode_batch", 0))  # rows decoded at once (0: a step's)
+    c.rollout_engine = rollout.get("engine", False)  # checked (a bool) by RLRunConfig
+    c.engine_slots = rollout.get("engine_slots", 0)
     c.old_logprobs = "trainer"  # recomputed; the sampler's are logged as the gap metric
     c.sampling = ConfigDict(
         {
