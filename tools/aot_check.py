@@ -10,7 +10,8 @@
 Builds the job's abstract train state, batch and sampler cache over a mesh of the target's
 devices (no weights, no allocation), lowers and compiles the functions the job runs (policy
 train step with its micro-batch scan and remat, PPO's critic step, the old / reference log-prob pass, the
-sampler's prefill and decode loop; memjax/aot/programs.py) and prints per function: compiled
+sampler's prefill and decode loop, the continuous-batching engine's slot prefill and decode call;
+memjax/aot/programs.py) and prints per function: compiled
 argument / output / temporary bytes per device against the memory planner's figure for the
 same part, whether it fits the device's usable HBM with what else is resident, the largest
 collectives in the compiled HLO, parameters gathered whole, XLA's cost analysis, and the
@@ -29,7 +30,8 @@ in the GPU environment (`make setup-gpu`); `--cpu-devices N` compiles for N host
 (memory against the config's accelerator). On GPUs the roofline's FLOPs are the model's own
 (XLA's GPU cost analysis comes back empty), and each program's fused attention kernels
 (cuDNN's `__cudnn$fmha*` custom calls) and any [T, T] score buffer in the compiled HLO are
-listed. When the slice's device count differs from the config's, the mesh keeps its
+listed; the engine's decode runs JAX's Pallas decode kernels there and on TPU (Triton / Mosaic
+custom calls, memjax/models/slot_attention.py). When the slice's device count differs from the config's, the mesh keeps its
 tensor axis and fsdp takes the rest. Exit status: 0 every function fits, 1 one does not,
 2 the config or target is invalid.
 """
@@ -52,6 +54,9 @@ FUNCTIONS = (
     "logprob_pass",
     "sampler_prefill",
     "sampler_decode",
+    "engine_prefill",
+    "engine_decode",
+    "engine_decode_kernel",  # GPU and TPU targets: the engine's decode with a Pallas kernel
 )
 
 

@@ -7,9 +7,11 @@
 Arguments are `jax.ShapeDtypeStruct`s carrying the NamedShardings the job gives them (train
 state and batch under the train rules, sampler weights and KV cache under the sampling rules),
 so nothing is allocated. The functions are the job's own: `steps.policy_train_step` (its
-micro-batch scan and remat), `steps.critic_train_step`, `logprobs.make_logprob_fn`, and
-the sampler's `loop.prefill_new` / `loop.decode`, called with the arguments the trainer and the
-sampler build (memjax/rl/trainer.py, memjax/sampling/sampler.py).
+micro-batch scan and remat), `steps.critic_train_step`, `logprobs.make_logprob_fn`, the
+sampler's `loop.prefill_new` / `loop.decode`, called with the arguments the trainer and the
+sampler build (memjax/rl/trainer.py, memjax/sampling/sampler.py), and the continuous-batching
+engine's `prefill_slot` / `decode` (memjax/engine/programs.py) over a slot cache of the
+sampler's size with the job's decode batch as its slots.
 """
 
 from __future__ import annotations
@@ -24,10 +26,15 @@ import jax.numpy as jnp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from memjax import planning
+from memjax.engine import programs as engine_programs
+from memjax.engine.engine import PREFILL_CHUNK, STEPS_PER_CALL
+from memjax.engine.token_choice import RowSettings
+from memjax.models import slot_attention
 from memjax.models.config import DecoderConfig
 from memjax.models.decoder import decoder_abstract
 from memjax.models.kv_cache import CACHE_AXES, KVCache
 from memjax.models.params import is_info
+from memjax.models.slot_cache import SLOT_CACHE_AXES, SlotCache
 from memjax.parallel import named_sharding, normalize_rules, param_shardings
 from memjax.rl import critic as critic_lib
 from memjax.rl import steps
@@ -386,7 +393,7 @@ def _sampler_shapes(t: _Target) -> _SamplerShapes:
     return _SamplerShapes(
         params=abstract_tree(t.policy_abstract, t.mesh, t.sampling_rules, job.cfg.dtype),
         prompt=prompt,
-        slots=cache_length(prompt + job.response_len),
+        slots=_sampler_shapes_size(job),
         prompts=max(1, job.workload.decode_batch // job.group_size),
     )
 
@@ -514,14 +521,134 @@ def _sampler_decode(t: _Target) -> Program:
     )
 
 
-# The functions a job runs, in the order a step runs them.
+def _slot_cache(t: _Target, rows: int, size: int, *, per_layer: bool = False) -> SlotCache:
+    """The engine's slot cache [L, rows, K, size, Hd] (or L x [rows, K, size, Hd]), laid out
+    as the sampler's."""
+    cfg, mesh, rules = t.job.cfg, t.mesh, t.sampling_rules
+    shape = (cfg.num_layers, rows, cfg.num_kv_heads, size, cfg.head_dim)
+    axes = SLOT_CACHE_AXES
+    if per_layer:
+        shape, axes = shape[1:], axes[1:]
+    kv = jax.ShapeDtypeStruct(shape, cfg.dtype, sharding=named_sharding(mesh, rules, axes, shape))
+    if per_layer:
+        return SlotCache(k=(kv,) * cfg.num_layers, v=(kv,) * cfg.num_layers)
+    return SlotCache(k=kv, v=kv)
+
+
+def _per_layer(params: dict, num_layers: int) -> dict:
+    """Abstract stacked weights as L per-layer trees (`decoder.unstack_layers`'s layout)."""
+
+    def one(a):
+        spec = a.sharding.spec
+        sharding = NamedSharding(a.sharding.mesh, PartitionSpec(*spec[1:]))
+        return jax.ShapeDtypeStruct(a.shape[1:], a.dtype, sharding=sharding)
+
+    layer = jax.tree.map(one, params["layers"])
+    return {**params, "layers": [layer] * num_layers}
+
+
+def _slot_state(t: _Target, rows: int) -> engine_programs.SlotState:
+    per_row = named_sharding(t.mesh, t.sampling_rules, ("batch",), (rows,))
+    row = lambda dtype: jax.ShapeDtypeStruct((rows,), dtype, sharding=per_row)
+    keys = named_sharding(t.mesh, t.sampling_rules, ("batch", None), (rows, 2))
+    settings = RowSettings(
+        temperature=row(jnp.float32),
+        top_k=row(jnp.int32),
+        top_p=row(jnp.float32),
+        greedy=row(jnp.bool_),
+        key=jax.ShapeDtypeStruct((rows, 2), jnp.uint32, sharding=keys),
+        row=row(jnp.int32),
+    )
+    return engine_programs.SlotState(
+        token=row(jnp.int32),
+        length=row(jnp.int32),
+        live=row(jnp.bool_),
+        produced=row(jnp.int32),
+        limit=row(jnp.int32),
+        settings=settings,
+    )
+
+
+def _engine_decode(t: _Target, *, per_layer: bool = False) -> Program:
+    """The engine's decode call (memjax/engine/programs.py): its slots are the job's decode
+    batch, its cache the sampler's length, and the window the whole cache (the worst case: a
+    row at the end of its response). Stacked weights and cache, as the engine holds them on an
+    accelerator, attend over the window in XLA; `per_layer` compiles the per-layer layout,
+    where the backend's decode kernel reads each row's live slots (`slot_attention`)."""
+    job, s = t.job, _sampler_shapes(t)
+    cfg, B, steps = job.cfg, job.workload.decode_batch, STEPS_PER_CALL
+    replicated = NamedSharding(t.mesh, PartitionSpec())
+    eos = jax.ShapeDtypeStruct((2,), jnp.int32, sharding=replicated)
+    weights, kv = t.parts["sampler weights"], t.parts["KV cache"]
+    flops = steps * forward_flops(cfg, B, 1, s.slots) / t.devices
+    kwargs = dict(
+        cfg=cfg, window=s.slots, steps=steps, filtered=False, mesh=t.mesh, rules=t.sampling_rules
+    )
+    params = _per_layer(s.params, cfg.num_layers) if per_layer else s.params
+    cache = _slot_cache(t, B, s.slots, per_layer=per_layer)
+    return Program(
+        "engine_decode_kernel" if per_layer else "engine_decode",
+        engine_programs.decode,
+        (params, cache, _slot_state(t, B), eos),
+        kwargs,
+        # The sampler's decode step: the same weights, cache and per-step working set.
+        {"arguments": weights + kv, "temporaries": t.parts["rollout: decode step"]},
+        t.persistent - weights,
+        flops,
+        flops,
+        steps * (weights + kv),  # the worst case: every row reads the whole cache
+    )
+
+
+def _engine_prefill(t: _Target) -> Program:
+    """The engine's prompt chunk into one slot: its default chunk, at the end of the cache."""
+    job, s = t.job, _sampler_shapes(t)
+    cfg, B = job.cfg, job.workload.decode_batch
+    chunk = min(bucket_length(PREFILL_CHUNK), s.prompt)
+    replicated = NamedSharding(t.mesh, PartitionSpec())
+    scalar = jax.ShapeDtypeStruct((), jnp.int32, sharding=replicated)
+    tokens = jax.ShapeDtypeStruct((1, chunk), jnp.int32, sharding=replicated)
+    weights, kv = t.parts["sampler weights"], t.parts["KV cache"]
+    flops = forward_flops(cfg, 1, chunk, s.slots) / t.devices
+    return Program(
+        "engine_prefill",
+        engine_programs.prefill_slot,
+        (s.params, _slot_cache(t, B, s.slots), scalar, tokens, scalar, scalar),
+        dict(cfg=cfg, window=s.slots, mesh=t.mesh, rules=t.sampling_rules),
+        # No planner temporaries: the planner sizes the lock-step prefill over every prompt
+        # at once, not one slot's chunk.
+        {"arguments": weights + kv},
+        t.persistent - weights,
+        flops,
+        flops,
+        weights + kv * chunk // max(B * s.slots, 1),
+        attention_len=chunk,
+    )
+
+
+# The functions a job runs, in the order a step runs them (the engine's two stand in for the
+# sampler's where rollouts run on the continuous-batching engine).
 PROGRAMS: dict[str, Callable[[_Target], Program]] = {
     "policy_train_step": _policy_train_step,
     "critic_train_step": _critic_train_step,  # PPO only
     "logprob_pass": _logprob_pass,
     "sampler_prefill": _sampler_prefill,
     "sampler_decode": _sampler_decode,
+    "engine_prefill": _engine_prefill,
+    "engine_decode": _engine_decode,
+    # Only where the target has a decode kernel for the engine's cache (GPU, TPU).
+    "engine_decode_kernel": partial(_engine_decode, per_layer=True),
 }
+
+
+def has_decode_kernel(job: JobShape, mesh: Mesh) -> bool:
+    """Whether the engine's decode on `mesh` runs a Pallas kernel (`slot_attention`)."""
+    size = _sampler_shapes_size(job)
+    return bool(slot_attention.kernel_for(job.cfg.attention, mesh, size))
+
+
+def _sampler_shapes_size(job: JobShape) -> int:
+    return cache_length(bucket_length(job.prompt_len) + job.response_len)
 
 
 def job_programs(job: JobShape, mesh: Mesh, only: set[str] | None = None) -> list[Program]:
@@ -530,6 +657,8 @@ def job_programs(job: JobShape, mesh: Mesh, only: set[str] | None = None) -> lis
     names = [n for n in PROGRAMS if only is None or n in only]
     if job.algorithm != "ppo":
         names = [n for n in names if n != "critic_train_step"]
+    if not has_decode_kernel(job, mesh):
+        names = [n for n in names if n != "engine_decode_kernel"]
     cfg = job.cfg
     widths = (
         cfg.embed_dim,
@@ -545,6 +674,7 @@ __all__ = [
     "PROGRAMS",
     "Program",
     "job_programs",
+    "has_decode_kernel",
     "abstract_tree",
     "forward_flops",
     "matmul_params",

@@ -4,7 +4,9 @@
     cache, slots, out = decode(params, cache, slots, eos_ids, cfg=..., window=W, steps=N, ...)
 
 Shapes are bucketed by the caller (chunk lengths, windows), so a run compiles a fixed set of
-these. Both donate the cache: XLA writes it in place.
+these. Both donate the cache: XLA writes it in place. `mesh` and `rules` (optional) lay out the
+activations under the sampling rules and run the decode kernels per device (`slot_attention`);
+the cache and weights come in already sharded.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ class DecodeOut:
     steps: jax.Array  # [] int32: steps run (the loop stops early when a row ends)
 
 
-@partial(jax.jit, static_argnames=("cfg", "window"), donate_argnames=("cache",))
+@partial(jax.jit, static_argnames=("cfg", "window", "mesh", "rules"), donate_argnames=("cache",))
 def prefill_slot(
     params,
     cache: SlotCache,
@@ -53,12 +55,16 @@ def prefill_slot(
     *,
     cfg: DecoderConfig,
     window: int,
+    mesh=None,
+    rules=None,
 ) -> tuple[SlotCache, jax.Array]:
     """Writes a chunk of one request's prompt into its slot; returns the cache and the logits
     after the chunk's last real token [V] (f32). Pad tokens after it are written past the
     prompt, where the request's own tokens overwrite them before anything attends to them."""
-    row = take_slot(cache, slot)
-    hidden, row = forward_slots(params, tokens, start[None], cfg, row, window)
+    row = take_slot(cache, slot, sharded=mesh is not None)
+    hidden, row = forward_slots(
+        params, tokens, start[None], cfg, row, window, mesh=mesh, rules=rules
+    )
     last_hidden = jax.lax.dynamic_slice_in_dim(hidden, last, 1, axis=1)  # [1, 1, D]
     logits = decoder.logits_from_hidden(params, last_hidden, cfg)[0, 0]
     return put_slot(cache, row, slot), logits
@@ -75,7 +81,7 @@ def first_token(logits, settings: RowSettings, *, filtered: bool):
 
 @partial(
     jax.jit,
-    static_argnames=("cfg", "window", "steps", "filtered"),
+    static_argnames=("cfg", "window", "steps", "filtered", "mesh", "rules"),
     donate_argnames=("cache",),
 )
 def decode(
@@ -88,6 +94,8 @@ def decode(
     window: int,
     steps: int,
     filtered: bool,
+    mesh=None,
+    rules=None,
 ) -> tuple[SlotCache, SlotState, DecodeOut]:
     """Up to `steps` decode steps over every slot: live rows feed their pending token and
     sample the next. Stops early after a step in which a row ended (EOS or its limit), so the
@@ -100,7 +108,9 @@ def decode(
 
     def body(c):
         i, cache, s, tokens, logprobs, _ = c
-        hidden, cache = forward_slots(params, s.token[:, None], s.length, cfg, cache, window)
+        hidden, cache = forward_slots(
+            params, s.token[:, None], s.length, cfg, cache, window, mesh=mesh, rules=rules
+        )
         logits = decoder.logits_from_hidden(params, hidden, cfg)[:, 0]  # [B, V]
         token, logprob = choose_rows(logits, s.settings, s.produced, filtered=filtered)
         live = s.live

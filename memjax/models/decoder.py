@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh
 
-from memjax.models import embedding, fused_attention
+from memjax.models import embedding, fused_attention, slot_attention
 from memjax.models.config import DecoderConfig
 from memjax.models.kv_cache import KVCache
 from memjax.models.low_rank import ADAPTERS_KEY, low_rank_update
@@ -270,7 +270,9 @@ def _layer(x, layer, cos, sin, mask, cache_kv, cache_valid, cfg, mesh, rules):
     tokens among themselves, and the block returns (x, (k, v)): the new tokens' [B, K, T, Hd],
     for the caller to write into the cache. With `cache_valid` a write index ([] shared, or
     [B] one per row), the block writes the new tokens into the layer's buffers first and
-    attends over them (`mask` [B, T, W]: the buffers' first W slots), returning the buffers.
+    attends over them (`mask` [B, T, W]: the buffers' first W slots), returning the buffers;
+    a one-token step over per-row positions runs a decode kernel instead where the backend has
+    one (`slot_attention`), which reads each row's slots up to its own position.
     """
     dt = cfg.dtype
     B, T, D = x.shape
@@ -298,8 +300,14 @@ def _layer(x, layer, cos, sin, mask, cache_kv, cache_valid, cfg, mesh, rules):
             new_kv = (ck, cv)
         elif cache_valid.ndim == 1:  # [B] write positions, one per row (a slot cache)
             ck, cv = write_rows(ck, k, cache_valid), write_rows(cv, v, cache_valid)
-            W = mask.shape[-1]  # the slots attended: a window over the buffer's first W
-            attn = attention_over_cache(q, ck[:, :, :W], cv[:, :, :W], mask)
+            kernel = slot_attention.kernel_for(cfg.attention, mesh, ck.shape[2]) if T == 1 else ""
+            if kernel:  # a decode step: each row reads its own live slots
+                attn = slot_attention.slot_decode_attention(
+                    q, ck, cv, cache_valid + 1, kernel, mesh=mesh, rules=rules
+                )
+            else:
+                W = mask.shape[-1]  # the slots attended: a window over the buffer's first W
+                attn = attention_over_cache(q, ck[:, :, :W], cv[:, :, :W], mask)
             new_kv = (ck, cv)
         else:
             attn = cached_attention(q, k, v, mask, ck, cv, cache_valid, cfg.attention_query_block)

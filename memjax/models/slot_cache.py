@@ -9,8 +9,13 @@ sampler's cache, where all rows write at one index). `forward_slots` feeds T tok
 positions [write_at[b], write_at[b] + T), writes their keys and values there, and lets each
 query attend to every slot up to its own. Attention reads only the first `window` slots: a
 caller that knows no live row is longer passes a smaller window, so a step costs what the live
-rows hold, not what the buffer could hold (an XLA slice; backends with a ragged-attention
-kernel could read each row's own length instead).
+rows hold, not what the buffer could hold (an XLA slice). A one-token decode step on a backend
+with a decode kernel (GPU, TPU: `slot_attention`) reads each row's own slots instead, straight
+from the buffers, and ignores the window; it does so for a per-layer cache only (stacked
+layers run under a scan, where a layer's buffers are a slice a kernel cannot take in place).
+
+Under a mesh (`mesh`, `rules`) the cache is laid out as the sampler's (`SLOT_CACHE_AXES`: rows
+over the data axes, kv heads over `tensor`) and the blocks constrain their activations.
 
 A row that is not live still runs (the batch is one shape): it writes at its own `write_at`,
 which is past its valid slots, and its output is ignored.
@@ -25,7 +30,12 @@ import jax.numpy as jnp
 
 from memjax.models import decoder, embedding
 from memjax.models.config import DecoderConfig
+from memjax.models.kv_cache import CACHE_AXES
 from memjax.models.rope import inverse_frequencies, rope_tables
+
+# Logical axes of a stacked slot cache [L, B, K, S, Hd]: the lock-step cache's, since the
+# layouts are the same (a per-layer cache drops the first).
+SLOT_CACHE_AXES = CACHE_AXES
 
 
 @jax.tree_util.register_dataclass
@@ -56,10 +66,24 @@ def init_slots(cfg: DecoderConfig, slots: int, size: int, *, per_layer: bool) ->
     return SlotCache(jnp.zeros(stacked, cfg.dtype), jnp.zeros(stacked, cfg.dtype))
 
 
-def take_slot(cache: SlotCache, slot: jax.Array) -> SlotCache:
-    """The one-row cache of `slot` ([] int32)."""
+def take_slot(cache: SlotCache, slot: jax.Array, *, sharded: bool = False) -> SlotCache:
+    """The one-row cache of `slot` ([] int32).
+
+    `sharded`: the rows are split over devices, where a dynamic slice at a traced row makes the
+    compiler gather the whole cache onto every device first; the row is taken instead as a
+    masked sum over the rows, each device summing its own (the one that holds the row gives
+    it, the others zeros) and the devices adding one row's worth."""
     axis = 0 if cache.per_layer else 1
-    take = lambda a: jax.lax.dynamic_slice_in_dim(a, slot, 1, axis=axis)
+    if sharded:
+
+        def take(a):
+            shape = [1] * a.ndim
+            shape[axis] = a.shape[axis]
+            mine = (jnp.arange(a.shape[axis]) == slot).reshape(shape)
+            return jnp.where(mine, a, jnp.zeros((), a.dtype)).sum(axis, keepdims=True)
+
+    else:
+        take = lambda a: jax.lax.dynamic_slice_in_dim(a, slot, 1, axis=axis)
     return SlotCache(jax.tree.map(take, cache.k), jax.tree.map(take, cache.v))
 
 
@@ -77,11 +101,14 @@ def forward_slots(
     cfg: DecoderConfig,
     cache: SlotCache,
     window: int,
+    *,
+    mesh=None,
+    rules=None,
 ) -> tuple[jax.Array, SlotCache]:
     """Final-norm hidden states [B, T, D] of tokens [B, T] fed at positions write_at [B] +
     [0, T), and the cache with their keys and values written there. Each query sees the slots
     up to its own position among the first `window` (which must cover every live row's
-    write_at + T)."""
+    write_at + T). `mesh` and `rules` (optional): the layout the blocks constrain to."""
     T = tokens.shape[1]
     positions = write_at[:, None] + jnp.arange(T, dtype=jnp.int32)[None]  # [B, T]
     x = embedding.lookup(params["embed"], tokens).astype(cfg.dtype)  # [B, T, D]
@@ -90,7 +117,7 @@ def forward_slots(
     )
     mask = jnp.arange(window)[None, None, :] <= positions[:, :, None]  # [B, T, W]
     block = lambda x, layer, kv: decoder._layer(  # noqa: SLF001 (the decoder's own block)
-        x, layer, cos, sin, mask, kv, write_at, cfg, None, None
+        x, layer, cos, sin, mask, kv, write_at, cfg, mesh, rules
     )
     layers = params["layers"]
     if isinstance(layers, (list, tuple)):
@@ -105,6 +132,15 @@ def forward_slots(
     else:
         if cache.per_layer:
             raise ValueError("stacked parameters need a stacked slot cache")
+
+        # Under the layer scan a layer's buffers are a slice of the stacked cache, and a
+        # kernel's operand must be a buffer of its own: the layer's slots would be copied out
+        # for it on every step. The decode kernels read per-layer buffers only; stacked ones
+        # attend over the window in XLA.
+        scan_cfg = cfg.replace(attention="xla")
+        block = lambda x, layer, kv: decoder._layer(  # noqa: SLF001
+            x, layer, cos, sin, mask, kv, write_at, scan_cfg, mesh, rules
+        )
 
         def body(x, xs):
             layer, ck, cv = xs
