@@ -67,3 +67,24 @@ def test_the_engines_max_len_bounds_prompt_plus_max_tokens(max_tokens, status):
         error = r.json()["error"]
         assert (error["param"], error["code"]) == ("max_tokens", "context_length_exceeded")
         assert "server's max_len of 20" in error["message"]
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("slots", 0, "config.server.slots=0: must be >= 1"),
+        ("max_len", 1, "config.server.max_len=1: must be >= 2, or 0 for max_prompt_tokens"),
+    ],
+)
+def test_the_serve_job_names_a_bad_engine_setting_in_one_line(field, value, message):
+    import runpy
+
+    from memjax.errors import ConfigError
+    from memjax.serving.openai_job import serve_config
+
+    config = runpy.run_path("configs/serve.py")["get_config"]()
+    assert serve_config(config).api.engine  # the engine by default
+    config.server[field] = value
+    with pytest.raises(ConfigError) as caught:
+        serve_config(config)
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
