@@ -61,13 +61,20 @@ def prefill_slot(
     """Writes a chunk of one request's prompt into its slot; returns the cache and the logits
     after the chunk's last real token [V] (f32). Pad tokens after it are written past the
     prompt, where the request's own tokens overwrite them before anything attends to them."""
-    row = take_slot(cache, slot, sharded=mesh is not None)
-    hidden, row = forward_slots(
-        params, tokens, start[None], cfg, row, window, mesh=mesh, rules=rules
-    )
+    if mesh is None:  # the chunk written straight into the slot's row, in place
+        hidden, cache = forward_slots(
+            params, tokens, start[None], cfg, cache, window, rows=slot[None]
+        )
+    else:
+        # Rows split over devices: a row taken out at a traced index would make the compiler
+        # gather the whole cache; take_slot's masked sum moves one row instead.
+        row = take_slot(cache, slot, sharded=True)
+        hidden, row = forward_slots(
+            params, tokens, start[None], cfg, row, window, mesh=mesh, rules=rules
+        )
+        cache = put_slot(cache, row, slot)
     last_hidden = jax.lax.dynamic_slice_in_dim(hidden, last, 1, axis=1)  # [1, 1, D]
-    logits = decoder.logits_from_hidden(params, last_hidden, cfg)[0, 0]
-    return put_slot(cache, row, slot), logits
+    return cache, decoder.logits_from_hidden(params, last_hidden, cfg)[0, 0]
 
 
 @partial(jax.jit, static_argnames=("filtered",))

@@ -21,6 +21,8 @@ Parameter layout (L layers, D embed, N heads, K kv heads, Hd head dim, F mlp, V 
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh
@@ -293,21 +295,22 @@ def _layer(x, layer, cos, sin, mask, cache_kv, cache_valid, cfg, mesh, rules):
         ck, cv = cache_kv
         k = k.transpose(0, 2, 1, 3).astype(ck.dtype)  # [B, K, T, Hd], the cache's layout
         v = v.transpose(0, 2, 1, 3).astype(cv.dtype)
-        if cache_valid.ndim == 0:  # a write index: update this layer's buffer, then attend
+        if isinstance(cache_valid, jax.Array) and cache_valid.ndim == 0:
+            # A shared write index: update this layer's buffer, then attend.
             ck = jax.lax.dynamic_update_slice_in_dim(ck, k, cache_valid, axis=2)
             cv = jax.lax.dynamic_update_slice_in_dim(cv, v, cache_valid, axis=2)
             attn = attention_over_cache(q, ck, cv, mask)
             new_kv = (ck, cv)
-        elif cache_valid.ndim == 1:  # [B] write positions, one per row (a slot cache)
-            ck, cv = write_rows(ck, k, cache_valid), write_rows(cv, v, cache_valid)
+        elif isinstance(cache_valid, SlotWrite):  # a slot cache: each row at its own position
+            ck, cv = cache_valid.write(ck, k), cache_valid.write(cv, v)
             kernel = slot_attention.kernel_for(cfg.attention, mesh, ck.shape[2]) if T == 1 else ""
-            if kernel:  # a decode step: each row reads its own live slots
+            if kernel and cache_valid.rows is None:  # a decode step: rows read their live slots
                 attn = slot_attention.slot_decode_attention(
-                    q, ck, cv, cache_valid + 1, kernel, mesh=mesh, rules=rules
+                    q, ck, cv, cache_valid.at + 1, kernel, mesh=mesh, rules=rules
                 )
             else:
                 W = mask.shape[-1]  # the slots attended: a window over the buffer's first W
-                attn = attention_over_cache(q, ck[:, :, :W], cv[:, :, :W], mask)
+                attn = attention_over_cache(q, *(cache_valid.read(a, W) for a in (ck, cv)), mask)
             new_kv = (ck, cv)
         else:
             attn = cached_attention(q, k, v, mask, ck, cv, cache_valid, cfg.attention_query_block)
@@ -327,11 +330,34 @@ def _layer(x, layer, cos, sin, mask, cache_kv, cache_valid, cfg, mesh, rules):
     return x, new_kv
 
 
-def write_rows(buffer: jax.Array, new: jax.Array, at: jax.Array) -> jax.Array:
-    """buffer [B, K, S, Hd] with each row b's new [K, T, Hd] written at slots [at[b], at[b] + T)
-    (at [B] int32): rows of a slot cache are at different positions."""
-    write = lambda buf, n, i: jax.lax.dynamic_update_slice_in_dim(buf, n, i, axis=1)
-    return jax.vmap(write)(buffer, new.astype(buffer.dtype), at)
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class SlotWrite:
+    """Where a block writes into a slot cache ([B, K, S, Hd] per layer), each row at its own
+    position: T new tokens of row r go to slots [at[r], at[r] + T) of cache row rows[r]
+    (rows None: the tokens' rows are the cache's rows, all of them).
+
+    Writes come first and reads after, from the written buffer: XLA then updates a donated
+    cache in place, where a read before the write would make it copy the cache to keep it."""
+
+    at: jax.Array  # [R] int32
+    rows: jax.Array | None = None  # [R] int32
+
+    def write(self, buffer: jax.Array, new: jax.Array) -> jax.Array:
+        """buffer [B, K, S, Hd] with new [R, K, T, Hd] written (a scatter, in place)."""
+        new = new.astype(buffer.dtype)
+        if self.rows is None:
+            write = lambda buf, n, i: jax.lax.dynamic_update_slice_in_dim(buf, n, i, axis=1)
+            return jax.vmap(write)(buffer, new, self.at)
+        slots = self.at[:, None] + jnp.arange(new.shape[2])  # [R, T]
+        # Advanced indices around a slice put their axes first: the update is [R, T, K, Hd].
+        return buffer.at[self.rows[:, None], :, slots].set(new.transpose(0, 2, 1, 3))
+
+    def read(self, buffer: jax.Array, window: int) -> jax.Array:
+        """The rows' first `window` slots, [R, K, W, Hd]."""
+        if self.rows is None:
+            return buffer[:, :, :window]
+        return jnp.take(buffer, self.rows, axis=0)[:, :, :window]
 
 
 def _project(x: jax.Array, w: jax.Array, dt) -> jax.Array:

@@ -102,14 +102,18 @@ def forward_slots(
     cache: SlotCache,
     window: int,
     *,
+    rows: jax.Array | None = None,
     mesh=None,
     rules=None,
 ) -> tuple[jax.Array, SlotCache]:
-    """Final-norm hidden states [B, T, D] of tokens [B, T] fed at positions write_at [B] +
+    """Final-norm hidden states [R, T, D] of tokens [R, T] fed at positions write_at [R] +
     [0, T), and the cache with their keys and values written there. Each query sees the slots
     up to its own position among the first `window` (which must cover every live row's
-    write_at + T). `mesh` and `rules` (optional): the layout the blocks constrain to."""
+    write_at + T). `rows` [R]: the cache rows the tokens belong to (None: every row, R = B; a
+    prompt chunk names its one slot). `mesh` and `rules` (optional): the layout the blocks
+    constrain to."""
     T = tokens.shape[1]
+    where = decoder.SlotWrite(write_at, rows)
     positions = write_at[:, None] + jnp.arange(T, dtype=jnp.int32)[None]  # [B, T]
     x = embedding.lookup(params["embed"], tokens).astype(cfg.dtype)  # [B, T, D]
     cos, sin = rope_tables(
@@ -117,7 +121,7 @@ def forward_slots(
     )
     mask = jnp.arange(window)[None, None, :] <= positions[:, :, None]  # [B, T, W]
     block = lambda x, layer, kv: decoder._layer(  # noqa: SLF001 (the decoder's own block)
-        x, layer, cos, sin, mask, kv, write_at, cfg, mesh, rules
+        x, layer, cos, sin, mask, kv, where, cfg, mesh, rules
     )
     layers = params["layers"]
     if isinstance(layers, (list, tuple)):
@@ -139,7 +143,7 @@ def forward_slots(
         # attend over the window in XLA.
         scan_cfg = cfg.replace(attention="xla")
         block = lambda x, layer, kv: decoder._layer(  # noqa: SLF001
-            x, layer, cos, sin, mask, kv, write_at, scan_cfg, mesh, rules
+            x, layer, cos, sin, mask, kv, where, scan_cfg, mesh, rules
         )
 
         def body(x, xs):
