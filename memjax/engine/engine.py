@@ -18,6 +18,10 @@ lengths up to `prefill_chunk`, and attention reads a window of the cache rounded
 `window_block` slots that covers the longest live row, so short rows do not pay for the
 buffer's full length.
 
+Prompts that open alike (an agent's instructions) share their first chunks: a chunk's keys and
+values are kept, keyed by every token up to its end, and copied into the next slot whose prompt
+opens with those tokens instead of being computed again (`prefix_store`; bit-identical).
+
 Greedy completions are the lock-step sampler's; sampled ones draw from the same keys
 (`token_choice`), so a request's completion does not depend on its slot or its neighbours.
 """
@@ -33,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from memjax.engine import programs
+from memjax.engine.prefix_store import PrefixStore
 from memjax.engine.requests import EOS, MAX_TOKENS, STOP_STRING, Completion, Request, RequestError
 from memjax.engine.token_choice import RowSettings
 from memjax.models.config import DecoderConfig
@@ -44,6 +49,7 @@ from memjax.sampling.stops import first_stop_string_end
 WINDOW_BLOCK = 256
 PREFILL_CHUNK = 256
 STEPS_PER_CALL = 8
+PREFIX_CHUNKS = 32  # prompt chunks kept for prompts that open alike (prefix_store.py)
 
 
 @dataclasses.dataclass
@@ -130,6 +136,7 @@ class Engine:
         prefill_chunk: int = PREFILL_CHUNK,
         steps_per_call: int = STEPS_PER_CALL,
         window_block: int = WINDOW_BLOCK,
+        prefix_chunks: int = PREFIX_CHUNKS,
     ):
         if slots < 1 or max_len < 2 or prefill_chunk < 1 or steps_per_call < 1:
             raise ValueError(
@@ -154,6 +161,7 @@ class Engine:
         self.active: list[_Active | None] = [None] * slots
         self.waiting: collections.deque[_Active] = collections.deque()
         self._next_id = 0
+        self.prefix = PrefixStore(prefix_chunks, self.prefill_chunk)
         self.decode_calls = 0  # counters for benchmarks and tests
         self.decode_steps = 0
         self.prefill_calls = 0
@@ -220,8 +228,19 @@ class Engine:
             if not unlimited:
                 return
 
+    def _reuse_opening(self, slot: int, entry: _Active) -> None:
+        """Copies the stored chunks that open the request's prompt into its slot."""
+        for block in self.prefix.match(entry.request.prompt):
+            self.cache = programs.write_block(
+                self.cache, block, jnp.int32(slot), jnp.int32(entry.prefilled)
+            )
+            entry.prefilled += self.prefill_chunk
+        self.host.length[slot] = entry.prefilled
+
     def _prefill_chunk(self, slot: int, entry: _Active, finished) -> None:
         prompt = entry.request.prompt
+        if entry.prefilled == 0:
+            self._reuse_opening(slot, entry)
         start = entry.prefilled
         piece = list(prompt[start : start + self.prefill_chunk])
         T = bucket_length(len(piece))
@@ -239,6 +258,12 @@ class Engine:
         )
         self.prefill_calls += 1
         entry.prefilled += len(piece)
+        opening = prompt[: entry.prefilled]
+        if len(piece) == self.prefill_chunk and self.prefix.wants(opening):
+            block = programs.read_block(
+                self.cache, jnp.int32(slot), jnp.int32(start), size=self.prefill_chunk
+            )
+            self.prefix.add(opening, block)
         # While it prefills, the slot still runs in decode calls: its throwaway write lands at
         # `length`, the next chunk's first slot, which that chunk overwrites.
         self.host.length[slot] = entry.prefilled

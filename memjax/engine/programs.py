@@ -145,3 +145,28 @@ def decode(
     )
     n, cache, state, tokens, logprobs, _ = jax.lax.while_loop(cond, body, init)
     return cache, state, DecodeOut(tokens, logprobs, n)
+
+
+@partial(jax.jit, static_argnames=("size",))
+def read_block(cache: SlotCache, slot: jax.Array, start: jax.Array, *, size: int):
+    """Slots [start, start + size) of `slot`'s row: per layer ([1, K, size, Hd] k, v)."""
+    axis = 0 if cache.per_layer else 1
+    take = lambda a: jax.lax.dynamic_slice_in_dim(
+        jax.lax.dynamic_slice_in_dim(a, slot, 1, axis=axis), start, size, axis=axis + 2
+    )
+    return jax.tree.map(take, cache.k), jax.tree.map(take, cache.v)
+
+
+@partial(jax.jit, donate_argnames=("cache",))
+def write_block(cache: SlotCache, block, slot: jax.Array, start: jax.Array) -> SlotCache:
+    """`cache` with a stored block (`read_block`'s output) written at `slot`, `start`: a write
+    alone, so XLA does it in place."""
+    axis = 0 if cache.per_layer else 1
+
+    def put(a, b):
+        at = [jnp.int32(0)] * a.ndim
+        at[axis], at[axis + 2] = slot, start
+        return jax.lax.dynamic_update_slice(a, b, at)
+
+    k, v = block
+    return SlotCache(jax.tree.map(put, cache.k, k), jax.tree.map(put, cache.v, v))

@@ -111,3 +111,22 @@ def test_max_len_is_capped_by_the_model_window():
     assert engine.max_len == 64
     with pytest.raises(RequestError, match="max_len=64"):
         engine.submit(Request([7] * 60, SamplingParams(max_new_tokens=8)))
+
+
+def test_prompts_that_open_alike_reuse_their_first_chunks_bit_for_bit():
+    """Five prompts sharing a 40-token opening (two whole chunks of 16): from the second on,
+    those chunks are copied, not computed, and every completion is what it was without."""
+    opening = _prompts(1, seed=4)[0] + list(range(6, 40))
+    prompts = [opening[:40] + p[:9] for p in _prompts(5, seed=5)]
+    sp = SamplingParams(max_new_tokens=12, temperature=0.8)
+    requests = [Request(p, sp, key=jax.random.key(2), row=i) for i, p in enumerate(prompts)]
+    reusing, fresh = _engine(2), _engine(2, prefix_chunks=0)
+    got, want = reusing.run(requests), fresh.run(requests)
+    assert reusing.prefix.hits >= 2 * 3  # two chunks for each prompt after the first two
+    assert fresh.prefix.hits == 0
+    assert reusing.prefill_calls < fresh.prefill_calls
+    for a, b in zip(got, want):
+        assert a.tokens == b.tokens
+        assert a.logprobs == b.logprobs  # copied values are the computed ones exactly
+    ref = sample(PARAMS, CFG, prompts, sp, jax.random.key(2), eos_ids=EOS)
+    assert [c.tokens for c in got] == ref.completions()
