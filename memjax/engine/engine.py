@@ -8,10 +8,12 @@
 
 A slot's row of the KV cache holds its request's sequence from slot 0 (`slot_cache`). When a
 request ends (EOS, a stop string, its max_new_tokens) its slot is free at once, and the next
-waiting request is prefilled into it while the other slots go on decoding: each `step` runs at
-most one prompt chunk (`prefill_chunk` tokens) and then up to `steps_per_call` decode steps,
-which return early when a row ends. When no slot is decoding, waiting prompts are prefilled
-without that limit.
+waiting request is prefilled into it between the other slots' decode calls: each `step`
+prefills the prompts waiting for a slot, in chunks of `prefill_chunk` tokens, and then runs up
+to `steps_per_call` decode steps, which return early when a row ends. Every waiting prompt goes
+in before the next decode call by default, so no slot idles while the others decode;
+`chunks_per_step` caps the chunks per step instead, so long prompts delay the live rows' next
+tokens less (a server's latency) at the price of slots that wait for their prompt.
 
 Programs are bounded as the lock-step sampler's are: prompt chunks come in power-of-two
 lengths up to `prefill_chunk`, and attention reads a window of the cache rounded up to
@@ -40,6 +42,7 @@ from memjax.engine import programs
 from memjax.engine.prefix_store import PrefixStore
 from memjax.engine.requests import EOS, MAX_TOKENS, STOP_STRING, Completion, Request, RequestError
 from memjax.engine.token_choice import RowSettings
+from memjax.models import decoder
 from memjax.models.config import DecoderConfig
 from memjax.models.slot_cache import init_slots
 from memjax.sampling.padding import bucket_length
@@ -137,15 +140,25 @@ class Engine:
         steps_per_call: int = STEPS_PER_CALL,
         window_block: int = WINDOW_BLOCK,
         prefix_chunks: int = PREFIX_CHUNKS,
+        chunks_per_step: int = 0,
     ):
-        if slots < 1 or max_len < 2 or prefill_chunk < 1 or steps_per_call < 1:
+        if (
+            slots < 1
+            or max_len < 2
+            or prefill_chunk < 1
+            or steps_per_call < 1
+            or chunks_per_step < 0
+        ):
             raise ValueError(
                 f"Engine(slots={slots}, max_len={max_len}, prefill_chunk={prefill_chunk}, "
-                f"steps_per_call={steps_per_call}): slots, chunk and steps must be >= 1, "
-                "max_len >= 2"
+                f"steps_per_call={steps_per_call}, chunks_per_step={chunks_per_step}): slots, "
+                "chunk and steps must be >= 1, max_len >= 2, chunks_per_step >= 0"
             )
         self.cfg = cfg
-        self.params = prepare_params(params, cfg)
+        # Per-layer weights and cache on every backend: a layer's slots are then a buffer of
+        # their own, which the GPU and TPU decode kernels read in place (slot_attention.py);
+        # under a layer scan they would be a slice the kernel could not take without a copy.
+        self.params = decoder.unstack_layers(prepare_params(params, cfg))
         self.tokenizer = tokenizer
         self.eos = jnp.asarray(sorted({int(e) for e in eos_ids}) or [-1], jnp.int32)
         self.eos_set = frozenset(int(e) for e in eos_ids)
@@ -155,12 +168,12 @@ class Engine:
         self.window_block = int(window_block)
         # Room past max_len for a last prompt chunk's padding and a decode call's overshoot.
         self.size = self._round(self.max_len + max(self.prefill_chunk, self.steps_per_call))
-        per_layer = isinstance(self.params["layers"], (list, tuple))
-        self.cache = init_slots(cfg, slots, self.size, per_layer=per_layer)
+        self.cache = init_slots(cfg, slots, self.size, per_layer=True)
         self.host = _HostSlots.empty(slots, _key_data(0).shape)
         self.active: list[_Active | None] = [None] * slots
         self.waiting: collections.deque[_Active] = collections.deque()
         self._next_id = 0
+        self.chunks_per_step = int(chunks_per_step)
         self.prefix = PrefixStore(prefix_chunks, self.prefill_chunk)
         self.decode_calls = 0  # counters for benchmarks and tests
         self.decode_steps = 0
@@ -198,11 +211,13 @@ class Engine:
         return [done[i] for i in ids]
 
     def step(self) -> list[tuple[int, Completion]]:
-        """One round: fill free slots from the queue, one prompt chunk (all of them while no
-        slot decodes), then a decode call. Returns the requests that ended, with their ids."""
+        """One round: fill free slots from the queue, prompt chunks (`chunks_per_step` of them,
+        or all while no slot decodes), then a decode call. Returns the requests that ended,
+        with their ids."""
         finished: list[tuple[int, Completion]] = []
         self._admit()
-        self._prefill(finished, unlimited=not self.host.live.any())
+        budget = self.chunks_per_step if self.host.live.any() else 0
+        self._prefill(finished, budget)
         if self.host.live.any():
             self._decode(finished)
         return finished
@@ -216,17 +231,17 @@ class Engine:
                 self.host.live[slot] = False
                 self.host.length[slot] = 0
 
-    def _prefill(self, finished, *, unlimited: bool) -> None:
-        """Prompt chunks for slots still prefilling: one chunk in all, or every chunk."""
+    def _prefill(self, finished, budget: int) -> None:
+        """Prompt chunks for slots still prefilling: at most `budget` of them (0: all)."""
+        done = 0
         for slot, entry in enumerate(self.active):
             if entry is None or self.host.live[slot]:
                 continue
             while entry.prefilled < len(entry.request.prompt):
-                self._prefill_chunk(slot, entry, finished)
-                if not unlimited:
+                if budget and done == budget:
                     return
-            if not unlimited:
-                return
+                self._prefill_chunk(slot, entry, finished)
+                done += 1
 
     def _reuse_opening(self, slot: int, entry: _Active) -> None:
         """Copies the stored chunks that open the request's prompt into its slot."""

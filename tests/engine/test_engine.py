@@ -71,7 +71,8 @@ def test_a_refilled_slot_gives_each_request_what_it_gets_alone():
         Request(p, s, key=jax.random.key(i), row=i % 3)
         for i, (p, s) in enumerate(zip(prompts, settings))
     ]
-    shared = _engine(2, steps_per_call=4).run(requests)
+    # One prompt chunk per step: a slot's prompt goes in between the other slot's decode calls.
+    shared = _engine(2, steps_per_call=4, chunks_per_step=1).run(requests)
     alone_engine = _engine(1)
     for request, got in zip(requests, shared):
         (alone,) = alone_engine.run([request])

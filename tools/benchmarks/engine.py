@@ -37,7 +37,7 @@ TURNS_ENDED = {1: 1, 2: 1, 3: 42, 5: 16}
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--questions", type=int, default=20)
-    p.add_argument("--slots", type=int, default=8)
+    p.add_argument("--slots", type=int, default=0, help="0: one per question")
     p.add_argument("--max-tokens", type=int, default=256, help="budget of each call")
     p.add_argument("--pairs", type=int, default=2)
     p.add_argument("--seed", type=int, default=0, help="draws the turn counts")
@@ -125,8 +125,16 @@ def main(args) -> dict:
     turns = _workload(questions, args.seed)
     sampling = SamplingParams(max_new_tokens=args.max_tokens, greedy=True)
     policy = SamplerPolicy(model.params, model.cfg, tok, sampling)
+    lock_steps = [0]  # sequential decode steps of the lock-step calls: each runs its longest row
+
+    def counted(calls, rng):
+        outputs = policy(calls, rng)
+        lock_steps[0] += max(len(s.tokens) for s in policy.last_sampled if s is not None)
+        return outputs
+
+    slots = args.slots or len(questions)
     engine = Engine(
-        model.params, model.cfg, eos_ids=tok.eos_ids, tokenizer=tok, slots=args.slots, max_len=4096
+        model.params, model.cfg, eos_ids=tok.eos_ids, tokenizer=tok, slots=slots, max_len=4096
     )
     runner = EngineRunner(engine, tok, sampling)
     key = jax.random.key(0)
@@ -135,15 +143,17 @@ def main(args) -> dict:
     def episodes():
         return [DrawnEpisode(q, t) for q, t in zip(questions, turns)]
 
-    def run_engine():
-        eps = episodes()
-        runner.drive(eps, retriever, key)
-        runs["engine"].append(eps)
+    def timed(name, fn):
+        def run():
+            eps, t0 = episodes(), time.perf_counter()
+            fn(eps)
+            runs[name].append(eps)
+            print(f"{name}: {time.perf_counter() - t0:.1f} s", flush=True)
 
-    def run_lock_step():
-        eps = episodes()
-        drive(eps, policy, retriever, key)
-        runs["lock_step"].append(eps)
+        return run
+
+    run_engine = timed("engine", lambda eps: runner.drive(eps, retriever, key))
+    run_lock_step = timed("lock_step", lambda eps: drive(eps, counted, retriever, key))
 
     before = load_average()
     print(f"{len(questions)} episodes, turns {turns}; warming up both", flush=True)
@@ -153,13 +163,14 @@ def main(args) -> dict:
         if [e.outputs for e in a] != [e.outputs for e in b]:
             raise SystemExit("engine and lock-step completions differ: the comparison is void")
     eps = runs["engine"][0]
+    runs_done = len(runs["engine"])
     tokens = sum(e.tokens for e in eps)
     calls = sum(len(e.outputs) for e in eps)
     per_pair = [lock / eng for eng, lock in zip(times.a_s, times.b_s)]
     report = {
         "questions": len(questions),
         "split": "eval (held out)",
-        "slots": args.slots,
+        "slots": slots,
         "calls": calls,
         "useful_tokens": tokens,
         "engine_s": [round(t, 2) for t in times.a_s],
@@ -168,7 +179,10 @@ def main(args) -> dict:
         "lock_step_tokens_per_s": round(tokens / float(np.median(times.b_s)), 2),
         "engine_episodes_per_s": round(len(eps) / float(np.median(times.a_s)), 4),
         "lock_step_episodes_per_s": round(len(eps) / float(np.median(times.b_s)), 4),
-        "engine_decode_steps": engine.decode_steps,
+        # Sequential decode steps per run: the time of a backend whose step costs the same
+        # at any batch size (an accelerator decoding a small model), unlike XLA:CPU's.
+        "engine_decode_steps_per_run": engine.decode_steps // runs_done,
+        "lock_step_decode_steps_per_run": lock_steps[0] // runs_done,
         "ratio_per_pair": [round(r, 3) for r in per_pair],
         "ratio": round(float(np.median(per_pair)), 3),
         "load_before": before,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import jax
@@ -180,25 +180,37 @@ def _local_drivers(config: ConfigDict, model, sampling, agents, batch_sizes):
         )
         return {a: (lock_step(policy), batch_sizes[a]) for a in agents}, policy
     slots = int(config.eval.get("engine_slots", 0) or 0)
-    drivers, runners = {}, []
-    for agent in agents:
-        engine = Engine(
-            model.params,
-            model.cfg,
-            eos_ids=model.tokenizer.eos_ids,
-            tokenizer=model.tokenizer,
-            slots=slots or batch_sizes[agent],
-            max_len=int(config.eval.max_context_tokens),
-        )
-        runner = EngineRunner(engine, model.tokenizer, sampling, max_prompt_tokens=budget)
-        runners.append(runner)
-        drivers[agent] = (runner.drive, 1 << 30)  # one driver call per data set
-    return drivers, _Overflows(runners)
+    runners: dict[str, EngineRunner] = {}
+
+    def driver(agent: str) -> Drive:
+        def run(episodes, retriever, rng):
+            # The agent's engine (its slots' KV cache) is made when its first episodes run,
+            # and the previous agent's is let go: one agent's cache is held at a time.
+            if agent not in runners:
+                for other in runners.values():
+                    other.engine = None
+                engine = Engine(
+                    model.params,
+                    model.cfg,
+                    eos_ids=model.tokenizer.eos_ids,
+                    tokenizer=model.tokenizer,
+                    slots=slots or batch_sizes[agent],
+                    max_len=int(config.eval.max_context_tokens),
+                )
+                runners[agent] = EngineRunner(
+                    engine, model.tokenizer, sampling, max_prompt_tokens=budget
+                )
+            runners[agent].drive(episodes, retriever, rng)
+
+        return run
+
+    drivers = {a: (driver(a), 1 << 30) for a in agents}  # one driver call per data set
+    return drivers, _Overflows(runners.values())
 
 
 @dataclasses.dataclass
 class _Overflows:
-    runners: list
+    runners: Iterable  # the EngineRunners made so far (a live view)
 
     @property
     def overflows(self) -> int:
