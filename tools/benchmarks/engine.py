@@ -37,7 +37,7 @@ TURNS_ENDED = {1: 1, 2: 1, 3: 42, 5: 16}
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--questions", type=int, default=20)
-    p.add_argument("--slots", type=int, default=0, help="0: one per question")
+    p.add_argument("--slots", type=int, default=8, help="0: one per question")
     p.add_argument("--max-tokens", type=int, default=256, help="budget of each call")
     p.add_argument("--pairs", type=int, default=2)
     p.add_argument("--seed", type=int, default=0, help="draws the turn counts")
