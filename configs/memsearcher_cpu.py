@@ -71,6 +71,9 @@ def get_config() -> ConfigDict:
     # (20 held-out questions: 7 min on 2 cores in one batch).
     config.eval.agent_batch_sizes = "memsearcher=20"
     config.eval.max_context_tokens = 8192  # SmolLM2's window
+    # On the engine (eval.engine): one slot per question of an agent's batch (MemSearcher 20),
+    # each 8,192 positions of SmolLM2's KV cache (377 MB a slot, 7.5 GB for 20).
+    config.eval.engine_slots = 0
 
     config.optimizer.learning_rate = 1e-6
     config.train.batch_size = 1  # questions per step (x G rollouts, x contexts = rows)
