@@ -38,6 +38,9 @@ TURNS_ENDED = {1: 1, 2: 1, 3: 42, 5: 16}
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--questions", type=int, default=20)
     p.add_argument("--slots", type=int, default=8, help="0: one per question")
+    p.add_argument(
+        "--chunks-per-step", type=int, default=0, help="the engine's prompt chunks a step (0: all)"
+    )
     p.add_argument("--max-tokens", type=int, default=256, help="budget of each call")
     p.add_argument("--pairs", type=int, default=2)
     p.add_argument("--seed", type=int, default=0, help="draws the turn counts")
@@ -134,7 +137,13 @@ def main(args) -> dict:
 
     slots = args.slots or len(questions)
     engine = Engine(
-        model.params, model.cfg, eos_ids=tok.eos_ids, tokenizer=tok, slots=slots, max_len=4096
+        model.params,
+        model.cfg,
+        eos_ids=tok.eos_ids,
+        tokenizer=tok,
+        slots=slots,
+        max_len=4096,
+        chunks_per_step=args.chunks_per_step,
     )
     runner = EngineRunner(engine, tok, sampling)
     key = jax.random.key(0)
@@ -171,6 +180,7 @@ def main(args) -> dict:
         "questions": len(questions),
         "split": "eval (held out)",
         "slots": slots,
+        "chunks_per_step": args.chunks_per_step,
         "calls": calls,
         "useful_tokens": tokens,
         "engine_s": [round(t, 2) for t in times.a_s],
