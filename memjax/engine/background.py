@@ -22,9 +22,6 @@ import dataclasses
 import threading
 from concurrent.futures import Future
 
-import jax
-import jax.numpy as jnp
-
 from memjax.engine.engine import Engine
 from memjax.engine.requests import Completion, Request, RequestError
 
@@ -108,7 +105,7 @@ class BackgroundEngine:
             self.stats.failed_steps += 1
             self._fail(list(self._pending.values()), err)
             self._pending.clear()
-            _drop_work(self.engine)
+            self.engine.clear()
             return
         self.stats.steps += 1
         for rid, completion in finished:
@@ -122,19 +119,6 @@ class BackgroundEngine:
         for future in futures:  # running: taken by the engine; pending: still in the inbox
             if future.running() or future.set_running_or_notify_cancel():
                 future.set_exception(err)
-
-
-def _drop_work(engine: Engine) -> None:
-    """Empties the engine's queue and slots after a failed step, so the request that broke it
-    is not stepped again (and again) in front of the requests that come next. A program that
-    failed after taking the donated cache leaves it deleted: a zeroed one replaces it (every
-    slot is free, so nothing in it is needed)."""
-    engine.waiting.clear()
-    engine.active = [None] * len(engine.active)
-    engine.host.live[:] = False
-    engine.cache = jax.tree.map(
-        lambda a: jnp.zeros(a.shape, a.dtype) if a.is_deleted() else a, engine.cache
-    )
 
 
 def _closed_error() -> RuntimeError:

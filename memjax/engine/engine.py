@@ -222,6 +222,18 @@ class Engine:
             self._decode(finished)
         return finished
 
+    def clear(self) -> None:
+        """Drops every queued and running request (their completions are never returned), e.g.
+        after a failed step, so the request that broke it is not stepped again in front of
+        the next ones. A program that failed after taking the donated cache leaves it deleted:
+        a zeroed one replaces it (every slot is free, so nothing in it is needed)."""
+        self.waiting.clear()
+        self.active = [None] * len(self.active)
+        self.host.live[:] = False
+        self.cache = jax.tree.map(
+            lambda a: jnp.zeros(a.shape, a.dtype) if a.is_deleted() else a, self.cache
+        )
+
     # -- scheduling ------------------------------------------------------------------------
 
     def _admit(self) -> None:
