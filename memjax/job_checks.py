@@ -168,6 +168,15 @@ def _memsearcher_train(config) -> None:
 
     _memsearcher(config)
     check_decode_wave(config, "rollout", "mesh")
+    # Checked here against the config's own mesh: the trainer drops a mesh on a one-device
+    # machine, so a dry run there would not see the clash the cluster would.
+    mesh = config.get("mesh") or {}
+    if config.rollout.get("engine", False) and any(int(v) != 1 for v in mesh.values()):
+        raise ConfigError(
+            f"config.rollout.engine=True: the rollout engine runs on one device, unsharded, "
+            f"and config.mesh={dict(mesh)} spans several; unset the mesh or set "
+            "rollout.engine=False"
+        )
     # The sections the trainer takes over whole, named where the user sets them (the
     # translated section below would name them under config.train).
     optimizer_from(config.optimizer, "config.optimizer", 1)

@@ -55,6 +55,9 @@ CASES = [
     ("memsearcher_cpu.py", "eval.agent_batch_sizes", "react=0", r"agent_batch_sizes='react=0'"),
     ("memsearcher_cpu.py", "eval.agent_batch_sizes", "reactor=4", r"agent one of memsearcher"),
     ("memsearcher_cpu.py", "train.micro_batches", 0, r"config.train.micro_batches=0"),
+    # The engine decodes on one device: a mesh over several is refused on any machine.
+    ("memsearcher_qwen3b.py", "rollout.engine", True, r"^config.rollout.engine=True: .*fsdp"),
+    ("memsearcher_cpu.py", "eval.engine_slots", -1, r"config.eval.engine_slots=-1"),
     ("sft_cpu.py", "sft.batch_rows", 0, r"config.sft.batch_rows=0: must be >= 1"),
 ]
 
@@ -126,3 +129,9 @@ def test_launcher_fails_in_seconds_with_one_line(tmp_path):
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "checkpoints").exists()  # nothing ran
     assert time.perf_counter() - start < 120  # generous on a loaded machine; no model loaded
+
+
+def test_the_rollout_engine_on_a_one_device_mesh_is_accepted():
+    config = _config("memsearcher_cpu.py")
+    config.rollout.engine = True
+    check_job_config(str(config.job), config)
