@@ -26,6 +26,7 @@ from memjax.agents.episode import Episode, ModelCall, ModelOutput, SearchRequest
 from memjax.agents.retrieval import Retriever
 from memjax.agents.sampler_adapter import Sampled, prompt_ids, to_model_output
 from memjax.engine import Engine, Request
+from memjax.engine.requests import request_key
 from memjax.sampling.sampling_params import SamplingParams
 
 
@@ -109,7 +110,7 @@ class EngineRunner:
             return
         call: ModelCall = client.episode.current_call()
         prompt = prompt_ids(call, self.tokenizer)
-        key = jax.random.fold_in(jax.random.fold_in(run.rng, client.index), client.calls)
+        key = request_key(run.rng, client.index, client.calls)
         client.calls += 1
         if self.max_prompt_tokens is not None and len(prompt) > self.max_prompt_tokens:
             self.overflows += 1

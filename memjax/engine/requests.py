@@ -12,6 +12,13 @@ from memjax.sampling.sampling_params import SamplingParams
 EOS, STOP_STRING, MAX_TOKENS = "eos", "stop_string", "max_tokens"
 
 
+def request_key(rng: jax.Array, client: int, call: int) -> jax.Array:
+    """The key of a client's call-th request (an episode's or trajectory's turn): from the
+    run's key, the client's index and the call only, so what a client samples depends on
+    nothing the schedule decides (slots, neighbours, arrival order)."""
+    return jax.random.fold_in(jax.random.fold_in(rng, client), call)
+
+
 class RequestError(ValueError):
     """A request the engine cannot serve (too long for its slots, no tokens)."""
 

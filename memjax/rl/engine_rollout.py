@@ -31,17 +31,13 @@ from typing import Any
 import jax
 
 from memjax.engine import Engine, Request, RequestError
+from memjax.engine.requests import request_key
 from memjax.rl.environment import Environment
 from memjax.rl.rollout import Completion, Trajectory, start_episodes, take_turn, truncate
 from memjax.sampling.context import TRUNCATE_PROMPT
 from memjax.sampling.sampling_params import SamplingParams
 
 REFUSED = "refused"  # the info key counting a trajectory's turns the engine refused
-
-
-def request_key(rng: jax.Array, trajectory: int, turn: int) -> jax.Array:
-    """The key of one trajectory's turn: from the rollout key, its index and its turn only."""
-    return jax.random.fold_in(jax.random.fold_in(rng, trajectory), turn)
 
 
 def _typed_key(rng) -> jax.Array:
