@@ -224,8 +224,15 @@ def _memory_serve_inputs(config) -> None:
     memory.check_sources()  # every role's model path, before any is loaded
 
 
+def _openai_serve(config) -> None:
+    from memjax.serving.openai_job import serve_config
+
+    serve_config(config)  # every server field, engine settings included
+
+
 CHECKS: dict[str, Callable] = {
     "memory.serve": _memory_serve,
+    "serve.openai": _openai_serve,
     "rl.train": _toy_rl,
     "sft.train": _sft,
     "memory_r1.build_banks": _memory_r1_eval,

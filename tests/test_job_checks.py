@@ -58,6 +58,7 @@ CASES = [
     # The engine decodes on one device: a mesh over several is refused on any machine.
     ("memsearcher_qwen3b.py", "rollout.engine", True, r"^config.rollout.engine=True: .*fsdp"),
     ("memsearcher_cpu.py", "eval.engine_slots", -1, r"config.eval.engine_slots=-1"),
+    ("serve.py", "server.slots", 0, r"^config.server.slots=0: must be >= 1"),
     ("sft_cpu.py", "sft.batch_rows", 0, r"config.sft.batch_rows=0: must be >= 1"),
 ]
 
