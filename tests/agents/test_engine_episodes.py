@@ -119,3 +119,17 @@ def test_a_prompt_over_the_budget_fails_its_turn_without_a_request(model):
     assert runner.overflows >= 1
     assert episodes[1].outputs[0] == ""  # the over-long call was answered empty, not sent
     assert all(e.done for e in episodes)
+
+
+class DeadRetriever(ScriptedRetriever):
+    def search(self, queries, k):
+        raise ConnectionError("retrieval server at http://127.0.0.1:9 went away")
+
+
+def test_a_failed_search_stops_the_run_with_its_error(model):
+    """A retriever that dies mid-run is an error, never an episode scored as if it answered."""
+    params, cfg, tok = model
+    engine = Engine(params, cfg, eos_ids=tok.eos_ids, tokenizer=tok, slots=2, max_len=512)
+    episodes = [ToyEpisode(q) for q in QUESTIONS[:2]]
+    with pytest.raises(ConnectionError, match="went away"):
+        EngineRunner(engine, tok, SAMPLING).drive(episodes, DeadRetriever(), jax.random.key(0))
