@@ -100,11 +100,12 @@ def demo_job(config, workdir) -> None:
     before = greedy_eval(env, held_out, model.params, model.cfg, model.tokenizer, new_tokens)
     print(f"held-out before training: {json.dumps(before)}", flush=True)
 
+    from memjax.rl.run_config import RLRunConfig
     from memjax.rl.trainer import train as run_training
     from memjax.training.reporting import summary_line
 
     result = run_training(
-        config.rl,
+        RLRunConfig.from_section(config.rl, "config.rl"),
         workdir,
         env=env,
         params=model.params,

@@ -93,6 +93,7 @@ def toy_policy(config) -> tuple[dict, DecoderConfig, str]:
 
 def train_job(config, workdir) -> None:
     """`rl.train` on the toy task; prints one JSON summary line last."""
+    from memjax.rl.run_config import RLRunConfig
     from memjax.rl.trainer import train
     from memjax.training.reporting import summary_line
 
@@ -103,7 +104,7 @@ def train_job(config, workdir) -> None:
     targets = [FIRST_TARGET + i for i in range(n)]
     env = RepeatTargetEnv(int(config.task.length))
     result = train(
-        config,
+        RLRunConfig.from_section(config),
         workdir,
         env=env,
         params=params,

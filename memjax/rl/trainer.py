@@ -532,7 +532,7 @@ class RLTask:
 
 
 def train(
-    config,
+    rc: RLRunConfig,
     workdir: str | Path,
     *,
     env: Environment,
@@ -546,17 +546,16 @@ def train(
     generate=None,
     eval_env: Environment | None = None,
     progress: bool = True,
-    path: str = "config",
     base_source: str = "",
 ) -> dict[str, Any]:
     """Runs (or resumes) RL training; returns the history, evals, final params and wall time.
 
-    `config` is a trainer section (validated here, before any work: see `RLRunConfig`; `path`
-    is its name in error messages). `generate` defaults to memjax's sampler (with
-    `rl.rollout_engine` the engine samples instead, with the `stop_strings` and `tokenizer`
-    the given generate carries, if any); `critic_params` to a copy of the policy (PPO only). `base_source` names the base in LoRA checkpoints.
+    `rc` is the trainer's typed settings, read at the job boundary
+    (`RLRunConfig.from_section(config.rl, "config.rl")`). `generate` defaults to memjax's
+    sampler (with `rl.rollout_engine` the engine samples instead, with the `stop_strings` and
+    `tokenizer` the given generate carries, if any); `critic_params` to a copy of the policy
+    (PPO only). `base_source` names the base in LoRA checkpoints.
     """
-    rc = RLRunConfig.from_section(config, path)
     task = RLTask(
         rc,
         env=env,

@@ -91,7 +91,7 @@ def test_resume_onto_another_base_is_refused(tmp_path):
         cfg = toy.toy_decoder_config(config.model)
         params = init_params(decoder_abstract(cfg), jax.random.key(seed))
         return trainer.train(
-            config,
+            trainer.RLRunConfig.from_section(config),
             tmp_path,
             env=toy.RepeatTargetEnv(3),
             params=params,
@@ -115,7 +115,7 @@ def test_resume_onto_another_base_is_refused(tmp_path):
 def _lora_run(config, workdir, seed=0):
     cfg = toy.toy_decoder_config(config.model)
     return trainer.train(
-        config,
+        trainer.RLRunConfig.from_section(config),
         workdir,
         env=toy.RepeatTargetEnv(3),
         params=init_params(decoder_abstract(cfg), jax.random.key(seed)),

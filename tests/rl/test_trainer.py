@@ -112,7 +112,7 @@ def _run(config, workdir, train_examples=(3, 4, 5, 6, 7), eval_examples=(), scri
     cfg = toy.toy_decoder_config(config.model)
     params = jax.jit(lambda k: init_params(decoder_abstract(cfg), k))(jax.random.key(config.seed))
     return trainer.train(
-        config,
+        trainer.RLRunConfig.from_section(config),
         workdir,
         env=toy.RepeatTargetEnv(3),
         params=params,
@@ -200,7 +200,7 @@ def test_export_from_best_returns_the_weights_of_the_best_validation_step(tmp_pa
         params = jax.jit(lambda k: init_params(decoder_abstract(cfg), k))(key)
         eval_env = ScheduledEvalEnv([0.2, 0.4, 0.9, 0.5, 0.3], len(eval_examples))
         return trainer.train(
-            config, workdir, env=toy.RepeatTargetEnv(3), params=params, cfg=cfg,
+            trainer.RLRunConfig.from_section(config), workdir, env=toy.RepeatTargetEnv(3), params=params, cfg=cfg,
             train_examples=[3, 4, 5, 6, 7], eval_examples=eval_examples, eos_ids=(2,),
             eval_env=eval_env, progress=False,
         )  # fmt: skip

@@ -39,15 +39,15 @@ from memjax.errors import ConfigError, DataError
 
 def _run_trainer(config, workdir: Path, env, model, train_examples, eval_examples, params=None):
     from memjax.checkpoints.decoder_io import export_hf_decoder
+    from memjax.rl.run_config import RLRunConfig
     from memjax.rl.trainer import train
     from memjax.training.reporting import summary_line
 
     if not train_examples:
         raise DataError("config.data: no training examples in the chosen conversations and split")
     result = train(
-        config.rl,
+        RLRunConfig.from_section(config.rl, "config.rl"),
         workdir,
-        path="config.rl",
         env=env,
         params=model.params if params is None else params,
         cfg=model.cfg,

@@ -147,6 +147,7 @@ def train_memsearcher(
     """Multi-context GRPO of `params` on `train_rows` (QA row dicts); `generate` defaults to
     memjax's sampler through the adapter. Writes workdir/reward_curve.{png,json}."""
     from memjax.parallel import make_mesh
+    from memjax.rl.run_config import RLRunConfig
     from memjax.rl.trainer import train
 
     workdir = workdir_lib.path(workdir)  # a local folder or gs://
@@ -159,7 +160,7 @@ def train_memsearcher(
         stop = env.make_episode({"question": "?"}).current_call().stop
         generate = make_rollout_generate(cfg, tokenizer, sampling, stop=stop, mesh=mesh)
     result = train(
-        tconfig,
+        RLRunConfig.from_section(tconfig, "config.train"),
         workdir,
         env=env,
         params=params,

@@ -15,6 +15,7 @@ from memjax.experiments.demo import demo_examples
 from memjax.models.decoder import decoder_abstract
 from memjax.models.params import init_params
 from memjax.rl import toy
+from memjax.rl.run_config import RLRunConfig
 from memjax.rl.trainer import train
 from tests.agents.memory_r1 import helpers
 from tests.agents.memory_r1.test_reward_wiring import CONVERSATION, teacher_facts
@@ -67,7 +68,7 @@ def _config(seq_len, max_new):
     c.optimizer = ConfigDict(dict(learning_rate=1e-3, warmup_steps=0, weight_decay=0.0))
     c.eval_every, c.checkpoint_every, c.plot_every = 2, 2, 1
     c.keep_last, c.keep_best, c.mesh, c.stop_after = 1, 1, None, None
-    return c
+    return RLRunConfig.from_section(c)
 
 
 def _model(vocab, seed=0):
