@@ -557,7 +557,8 @@ class JobFields:
     vocab_chunk: int
     prefill_chunk: int
     temperature: float
-    sections: dict  # "loss", "optimizer", "critic_optimizer": the trainer's sections
+    sections: dict  # "loss", "optimizer", "critic_optimizer": the trainer's sections (and its
+    # "value_clip" where the config sets one)
     paths: dict  # "mesh", "micro_batch", "decode_batch", "optimizer": where the user sets them
 
 
@@ -597,8 +598,11 @@ def _memory_r1_fields(config) -> JobFields:
         prefill_chunk=int(_section(rl.sampling, "prefill_chunk", None) or 0),
         temperature=float(_section(rl.sampling, "temperature", 1.0)),
         sections={
-            name: dict(_section(rl, name) or {})
-            for name in ("loss", "optimizer", "critic_optimizer")
+            **{
+                name: dict(_section(rl, name) or {})
+                for name in ("loss", "optimizer", "critic_optimizer")
+            },
+            **({"value_clip": rl.value_clip} if "value_clip" in rl else {}),
         },
         paths={
             "mesh": "rl.mesh",

@@ -6,12 +6,13 @@
 
 Arguments are `jax.ShapeDtypeStruct`s carrying the NamedShardings the job gives them (train
 state and batch under the train rules, sampler weights and KV cache under the sampling rules),
-so nothing is allocated. The functions are the job's own: `steps.policy_train_step` (its
-micro-batch scan and remat), `steps.critic_train_step`, `logprobs.make_logprob_fn`, the
-sampler's `loop.prefill_new` / `loop.decode`, called with the arguments the trainer and the
-sampler build (memjax/rl/trainer.py, memjax/sampling/sampler.py), and the continuous-batching
-engine's `prefill_slot` / `decode` (memjax/engine/programs.py) over a slot cache of the
-sampler's size with the job's decode batch as its slots.
+so nothing is allocated. The functions are the job's own: the trainer's roles
+(`memjax.rl.roles`: the actor's train step with its micro-batch scan and remat, its log-prob
+pass, the critic's train step), built from the config's sections as the trainer builds them;
+the sampler's `loop.prefill_new` / `loop.decode`, called with the arguments the sampler builds
+(memjax/sampling/sampler.py); and the continuous-batching engine's `prefill_slot` / `decode`
+(memjax/engine/programs.py) over a slot cache of the sampler's size with the job's decode batch
+as its slots.
 """
 
 from __future__ import annotations
@@ -36,15 +37,19 @@ from memjax.models.kv_cache import CACHE_AXES, KVCache
 from memjax.models.params import is_info
 from memjax.models.slot_cache import SLOT_CACHE_AXES, SlotCache
 from memjax.parallel import named_sharding, normalize_rules, param_shardings
-from memjax.rl import critic as critic_lib
-from memjax.rl import steps
-from memjax.rl.trainer import loss_config, optimizer_config
+from memjax.rl.critic import critic_abstract
+from memjax.rl.losses import PolicyLossConfig
+from memjax.rl.roles import Actor, ActorSettings, Critic, CriticSettings
+from memjax.rl.run_config import DEFAULT_VALUE_CLIP
+from memjax.rl.weights import FullWeights, Trainable
 from memjax.sampling import loop
 from memjax.sampling.padding import bucket_length, cache_length
 from memjax.sampling.sampling_params import SamplingParams
 from memjax.training import train_step
-from memjax.training.logprobs import make_logprob_fn
-from memjax.training.optimizer import make_optimizer
+from memjax.training.sections import read_section
+from memjax.training.states import optimizer_from
+
+_SCHEDULE_STEPS = 1000  # the optimizer schedule's length does not change a program
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,9 +65,7 @@ class JobShape:
     prompt_len: int
     response_len: int
     temperature: float
-    loss_section: dict
-    optimizer_section: dict
-    critic_optimizer_section: dict
+    sections: dict  # the trainer's "loss", "optimizer", "critic_optimizer" and "value_clip"
 
     @property
     def donates(self) -> bool:
@@ -94,9 +97,28 @@ class JobShape:
             prompt_len=f.prompt_len,
             response_len=f.response_len,
             temperature=f.temperature,
-            loss_section=f.sections["loss"],
-            optimizer_section=f.sections["optimizer"],
-            critic_optimizer_section=f.sections["critic_optimizer"],
+            sections=f.sections,
+        )
+
+    # The roles' settings, read from the trainer's sections by the readers RLRunConfig uses.
+
+    def actor_settings(self) -> ActorSettings:
+        return ActorSettings(
+            loss=read_section(PolicyLossConfig, self.sections["loss"], "config.loss"),
+            optimizer=optimizer_from(
+                self.sections["optimizer"], "config.optimizer", _SCHEDULE_STEPS
+            ),
+            temperature=self.temperature,
+            vocab_chunk=self.workload.vocab_chunk,
+            micro_batches=self.num_micro_batches,
+        )
+
+    def critic_settings(self) -> CriticSettings:
+        section = self.sections["critic_optimizer"]
+        return CriticSettings(
+            optimizer=optimizer_from(section, "config.critic_optimizer", _SCHEDULE_STEPS),
+            value_clip=self.sections.get("value_clip", DEFAULT_VALUE_CLIP),
+            micro_batches=self.num_micro_batches,
         )
 
 
@@ -217,9 +239,6 @@ class _Target:
         return self.job.num_micro_batches * self.gathered + 2 * self.state_bytes
 
 
-_SCHEDULE_STEPS = 1000  # the optimizer schedule's length does not change shapes
-
-
 def _target(job: JobShape, mesh: Mesh) -> _Target:
     w, cfg = job.workload, job.cfg
     plan = planning.plan(w)
@@ -267,37 +286,27 @@ def _step_planner(job: JobShape, parts: dict[str, int], state: int, *, logits: b
     return {"arguments": state, "outputs": state, "working set": working}
 
 
-def _policy_train_step(t: _Target) -> Program:
-    job, w = t.job, t.job.workload
-    opt = make_optimizer(optimizer_config(job.optimizer_section, _SCHEDULE_STEPS))
-    state, shardings = abstract_state(t.policy_abstract, opt, t.mesh, t.train_rules)
-    loss_cfg = loss_config({"loss": job.loss_section})
-    fields = {
-        "tokens": jnp.int32,
-        "token_mask": jnp.bool_,
-        "loss_mask": jnp.bool_,
-        "advantages": jnp.float32,
-        "old_logp": jnp.float32,
-        "sampler_logp": jnp.float32,
-    }
-    if loss_cfg.kl_coef:
-        fields["ref_logp"] = jnp.float32
-    batch = abstract_batch(fields, job.rows, w.seq_len, t.mesh, t.train_rules)
-    step = steps.policy_train_step(
+def _actor(t: _Target) -> Actor:
+    """The trainer's actor over the job's mesh (full fine-tuning: the paper configs')."""
+    job = t.job
+    return Actor(
+        FullWeights(None, job.cfg).policy,
         job.cfg,
-        loss_cfg,
-        opt,
-        temperature=job.temperature,
-        vocab_chunk=w.vocab_chunk,
-        num_micro_batches=job.num_micro_batches,
+        job.actor_settings(),
         mesh=t.mesh,
         rules=t.train_rules,
-        state_shardings=shardings,
         donate=job.donates,
     )
+
+
+def _policy_train_step(t: _Target) -> Program:
+    job, w = t.job, t.job.workload
+    actor = _actor(t)
+    state, _ = abstract_state(actor.trainable.abstract, actor.optimizer, t.mesh, t.train_rules)
+    batch = abstract_batch(actor.fields, job.rows, w.seq_len, t.mesh, t.train_rules)
     return Program(
         "policy_train_step",
-        step.jitted(batch),  # the step's own jit: in/out shardings, donation
+        actor.train_step.jitted(batch),  # the step's own jit: in/out shardings, donation
         (state, batch, None),  # no frozen tree: full fine-tuning
         {},
         _step_planner(job, t.parts, t.state_bytes, logits=True),
@@ -312,30 +321,21 @@ def _policy_train_step(t: _Target) -> Program:
 
 def _critic_train_step(t: _Target) -> Program:
     job = t.job
-    critic_abstract = critic_lib.critic_abstract(job.cfg)
-    opt = make_optimizer(optimizer_config(job.critic_optimizer_section, _SCHEDULE_STEPS))
-    state, shardings = abstract_state(critic_abstract, opt, t.mesh, t.train_rules)
-    fields = {
-        "tokens": jnp.int32,
-        "token_mask": jnp.bool_,
-        "loss_mask": jnp.bool_,
-        "old_values": jnp.float32,
-        "returns": jnp.float32,
-    }
-    batch = abstract_batch(fields, job.rows, job.workload.seq_len, t.mesh, t.train_rules)
-    step = steps.critic_train_step(
+    trainable = Trainable(None, critic_abstract(job.cfg))  # a whole critic, as FullWeights'
+    critic = Critic(
+        trainable,
         job.cfg,
-        opt,
-        num_micro_batches=job.num_micro_batches,
+        job.critic_settings(),
         mesh=t.mesh,
         rules=t.train_rules,
-        state_shardings=shardings,
         donate=job.donates,
     )
+    state, _ = abstract_state(trainable.abstract, critic.optimizer, t.mesh, t.train_rules)
+    batch = abstract_batch(critic.fields, job.rows, job.workload.seq_len, t.mesh, t.train_rules)
     critic_state = t.parts["critic weights + AdamW"]
     return Program(
         "critic_train_step",
-        step.jitted(batch),
+        critic.train_step.jitted(batch),
         (state, batch, None),
         {},
         _step_planner(job, t.parts, critic_state, logits=False),
@@ -343,30 +343,27 @@ def _critic_train_step(t: _Target) -> Program:
         t.train_flops,
         t.train_flops + t.remat_flops,
         t.train_traffic,
-        params=critic_abstract,
+        params=trainable.abstract,
         attention_len=job.workload.seq_len,
     )
 
 
 def _logprob_pass(t: _Target) -> Program:
     """Old log-probs (the policy's weights) and, with the KL term, reference log-probs (the
-    trainer's f32 copy of the initial weights): one jitted function over a step's rows, which
+    trainer's copy of the initial weights): the actor's jitted pass over a step's rows, which
     walks them in chunks, weights in the train layout."""
     job, w = t.job, t.job.workload
     weights = abstract_tree(t.policy_abstract, t.mesh, t.train_rules)
     rows = job.step_rows
     fields = {"tokens": jnp.int32, "token_mask": jnp.bool_}
     batch = abstract_batch(fields, rows, w.seq_len, t.mesh, t.train_rules)
-    fn = make_logprob_fn(
-        job.cfg, temperature=job.temperature, chunk=w.vocab_chunk, mesh=t.mesh, rules=t.train_rules
-    )
     flops = forward_flops(job.cfg, rows, w.seq_len, w.seq_len / 2) / t.devices
     planned = {"arguments": t.parts["policy weights"]}
     if "log-prob pass (a chunk)" in t.parts:
         planned["temporaries"] = t.parts["log-prob pass (a chunk)"]
     return Program(
         "logprob_pass",
-        fn,
+        _actor(t).logprob_fn,
         (weights, batch["tokens"], batch["token_mask"]),
         {},
         planned,

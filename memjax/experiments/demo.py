@@ -58,11 +58,12 @@ def demo_examples(config, embedder):
 
 
 def greedy_eval(env, examples, params, cfg, tokenizer, max_new_tokens: int) -> dict:
-    from memjax.rl.trainer import make_generate
+    from memjax.rl.roles import make_generate
+    from memjax.sampling.sampling_params import SamplingParams
 
     generate = make_generate(
         cfg,
-        {"greedy": True, "temperature": 1.0, "max_new_tokens": max_new_tokens},
+        SamplingParams(greedy=True, temperature=1.0, max_new_tokens=max_new_tokens),
         tokenizer.eos_ids,
         tokenizer.pad_id,
     )

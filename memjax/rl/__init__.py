@@ -30,7 +30,7 @@ _EXPORTS = {
     "pack": "memjax.rl.rollout",
     # the trainer
     "train": "memjax.rl.trainer",
-    "make_generate": "memjax.rl.trainer",
+    "make_generate": "memjax.rl.roles",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = list(_EXPORTS)

@@ -27,6 +27,7 @@ from memjax.training.states import optimizer_from
 ALGOS = ("grpo", "ppo")
 OLD_LOGPROBS = ("trainer", "sampler")
 DEFAULT_ENGINE_SLOTS = 8
+DEFAULT_VALUE_CLIP = 0.2  # PPO's critic: clip its values to this far from the old ones
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,7 +128,7 @@ class RLRunConfig:
             )
         old = values.get("old_logprobs", "trainer")
         require(old in OLD_LOGPROBS, f"{path}.old_logprobs", old, f"choose from {OLD_LOGPROBS}")
-        value_clip = values.get("value_clip", 0.2)
+        value_clip = values.get("value_clip", DEFAULT_VALUE_CLIP)
         if value_clip is not None:
             require(value_clip > 0, f"{path}.value_clip", value_clip, "must be > 0 (or None)")
         if "sampling" not in values:

@@ -10,7 +10,7 @@ import dataclasses
 
 import optax
 
-from memjax.parallel import make_mesh
+from memjax.parallel import TRAIN_RULES, make_mesh
 from memjax.training import train_step
 from memjax.training.optimizer import OptimizerConfig, make_optimizer
 from memjax.training.sections import as_dict, read_section
@@ -36,10 +36,18 @@ def optimizer_from(section, path: str, total_updates: int) -> OptimizerConfig:
     return read_section(OptimizerConfig, values, path, total_steps=total)
 
 
+def state_layout(abstract, opt_cfg: OptimizerConfig, mesh, rules=TRAIN_RULES):
+    """The optimizer chain, and the shardings of a TrainState over `abstract` on `mesh` (None
+    without a mesh)."""
+    optimizer = make_optimizer(opt_cfg)
+    if not mesh:
+        return optimizer, None
+    return optimizer, train_step.train_state_shardings(abstract, optimizer, mesh, rules)
+
+
 def build_state(params, abstract, opt_cfg: OptimizerConfig, mesh) -> BuiltState:
     """A fresh TrainState for `params` (laid out on `mesh` with their logical axes)."""
-    optimizer = make_optimizer(opt_cfg)
-    shardings = train_step.train_state_shardings(abstract, optimizer, mesh) if mesh else None
+    optimizer, shardings = state_layout(abstract, opt_cfg, mesh)
     return BuiltState(
         train_step.init_train_state(params, optimizer, shardings), shardings, optimizer
     )
@@ -52,4 +60,11 @@ def rows_multiple(mini_batches: int, micro_batches: int, mesh) -> int:
     return mini_batches * micro_batches * data_parallel
 
 
-__all__ = ["BuiltState", "mesh_from", "optimizer_from", "build_state", "rows_multiple"]
+__all__ = [
+    "BuiltState",
+    "mesh_from",
+    "optimizer_from",
+    "state_layout",
+    "build_state",
+    "rows_multiple",
+]

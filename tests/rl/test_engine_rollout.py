@@ -14,7 +14,7 @@ import pytest
 
 from memjax.engine import Engine
 from memjax.errors import ConfigError
-from memjax.rl import rollout, toy, trainer
+from memjax.rl import roles, rollout, toy, trainer
 from memjax.rl.engine_rollout import REFUSED, run_on_engine
 from memjax.rl.environment import Environment, StepResult
 from memjax.sampling.sampling_params import SamplingParams
@@ -76,7 +76,7 @@ def _same(a: list[rollout.Trajectory], b: list[rollout.Trajectory], atol=1e-5):
 def test_greedy_engine_rollouts_are_the_lock_step_ones(policy):
     params, cfg = policy
     sampling = SamplingParams(max_new_tokens=5, greedy=True)
-    generate = trainer.make_generate(cfg, sampling, (EOS,), pad_id=0)
+    generate = roles.make_generate(cfg, sampling, (EOS,), pad_id=0)
     generate.params = params
     key = jax.random.key(0)
     lock_step = rollout.run_episodes(UnevenEnv(), EXAMPLES, 2, generate, key, (EOS,))
@@ -179,6 +179,6 @@ def test_the_trainer_hands_the_callers_stop_strings_to_the_engine():
         rc, env=toy.RepeatTargetEnv(3), params=toy.toy_params(cfg, jax.random.key(0)), cfg=cfg,
         train_examples=[3, 4], eval_examples=(), eos_ids=(EOS,), pad_id=0, generate=generate,
     )  # fmt: skip
-    assert task.stop_strings == ("</search>",)
+    assert task.rollout.stop_strings == ("</search>",)
     with pytest.raises(ValueError, match="stop_strings .*</search>.* need .* tokenizer"):
         task.step(0, jax.random.key(1))

@@ -81,16 +81,18 @@ def main() -> None:
     from memjax.models.params import init_params
     from memjax.parallel import TRAIN_RULES, make_mesh
     from memjax.rl import steps
+    from memjax.rl.losses import PolicyLossConfig
     from memjax.rl.toy import toy_decoder_config
-    from memjax.rl.trainer import loss_config, optimizer_config
     from memjax.training import train_step
     from memjax.training.checkpointing import Checkpointer
     from memjax.training.optimizer import make_optimizer
+    from memjax.training.sections import read_section
+    from memjax.training.states import optimizer_from
 
     recipe = runpy.run_path(str(REPO / "configs" / "toy_grpo.py"))["get_config"]()
     cfg = toy_decoder_config(recipe.model)
-    loss = loss_config(recipe)
-    opt = make_optimizer(optimizer_config(recipe.optimizer, args.steps))
+    loss = read_section(PolicyLossConfig, recipe.get("loss"), "config.loss")
+    opt = make_optimizer(optimizer_from(recipe.optimizer, "config.optimizer", args.steps))
     params = init_params(decoder_abstract(cfg), jax.random.key(recipe.seed))
     initial = jax.tree.map(np.asarray, params)
 
