@@ -8,6 +8,7 @@ prompt and copy the target token repeatedly.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import jax
@@ -17,6 +18,7 @@ from memjax.models.config import DecoderConfig
 from memjax.models.decoder import decoder_abstract
 from memjax.models.params import flatten_with_names, init_params
 from memjax.rl.environment import Environment, StepResult
+from memjax.training.sections import read_section
 
 PAD, BOS, EOS = 0, 1, 2
 FIRST_TARGET = 3
@@ -70,25 +72,58 @@ def toy_params(cfg: DecoderConfig, key, stddev: float = INIT_STDDEV) -> dict:
     return jax.tree.unflatten(jax.tree.structure(params), [scaled[n] for n in flat])
 
 
-def toy_policy(config) -> tuple[dict, DecoderConfig, str]:
+@dataclasses.dataclass(frozen=True)
+class ToyModel:
+    """`config.model`: a random decoder of this shape, or `source`'s checkpoint."""
+
+    source: str = ""  # "": the random decoder; else an HF directory, .gguf, packaged:, workdir
+    vocab_size: int = 16
+    embed_dim: int = 64
+    mlp_dim: int = 128
+    num_layers: int = 2
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    init_stddev: float = INIT_STDDEV
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyRun:
+    """The toy job's own fields; the rest of its config is the trainer's (RLRunConfig)."""
+
+    model: ToyModel
+    num_targets: int  # targets are token ids FIRST_TARGET ..
+    length: int  # tokens to repeat
+    seed: int
+
+    @classmethod
+    def from_config(cls, config) -> ToyRun:
+        return cls(
+            model=read_section(ToyModel, config.model, "config.model"),
+            num_targets=int(config.task.num_targets),
+            length=int(config.task.length),
+            seed=int(config.seed),
+        )
+
+
+def toy_policy(run: ToyRun) -> tuple[dict, DecoderConfig, str]:
     """(params, cfg, description) of the policy: the random decoder of `model`'s shape, or,
     with `model.source` set, that checkpoint's weights (its own shape; the task's token ids
     are ids of its vocabulary)."""
-    source = str(config.model.get("source", "") or "")
+    source = run.model.source
     if source:
         from memjax.checkpoints import load_model
 
         model = load_model(source, with_tokenizer=False, param_dtype="float32")
-        n = int(config.task.num_targets)
+        n = run.num_targets
         if FIRST_TARGET + n > model.cfg.vocab_size:
             raise ConfigError(
                 f"config.task.num_targets={n}: {source} has {model.cfg.vocab_size} token ids"
             )
         return model.params, model.cfg, source
-    cfg = toy_decoder_config(config.model)
-    std = float(config.model.get("init_stddev", INIT_STDDEV))
-    params = jax.jit(lambda k: toy_params(cfg, k, std))(jax.random.key(config.seed))
-    return params, cfg, f"toy decoder, random init seed {config.seed}"
+    cfg = toy_decoder_config(run.model)
+    std = run.model.init_stddev
+    params = jax.jit(lambda k: toy_params(cfg, k, std))(jax.random.key(run.seed))
+    return params, cfg, f"toy decoder, random init seed {run.seed}"
 
 
 def train_job(config, workdir) -> None:
@@ -99,12 +134,12 @@ def train_job(config, workdir) -> None:
 
     if not workdir:
         raise ConfigError("--workdir: rl.train needs a directory (checkpoints, TensorBoard, plots)")
-    params, cfg, base = toy_policy(config)
-    n = int(config.task.num_targets)
-    targets = [FIRST_TARGET + i for i in range(n)]
-    env = RepeatTargetEnv(int(config.task.length))
+    run, rc = ToyRun.from_config(config), RLRunConfig.from_section(config)
+    params, cfg, base = toy_policy(run)
+    targets = [FIRST_TARGET + i for i in range(run.num_targets)]
+    env = RepeatTargetEnv(run.length)
     result = train(
-        RLRunConfig.from_section(config),
+        rc,
         workdir,
         env=env,
         params=params,
@@ -121,4 +156,11 @@ def train_job(config, workdir) -> None:
     print(summary_line(result), flush=True)
 
 
-__all__ = ["RepeatTargetEnv", "toy_decoder_config", "toy_policy", "train_job"]
+__all__ = [
+    "RepeatTargetEnv",
+    "ToyModel",
+    "ToyRun",
+    "toy_decoder_config",
+    "toy_policy",
+    "train_job",
+]
