@@ -137,6 +137,18 @@ class Rollout:
         return run_in_waves(env, examples, group_size, generate, key, self.eos_ids, wave)
 
 
+class _TrainedRole:
+    """A role whose weights train: the optimizer and the train state's layout over its
+    `Trainable`, and its fresh state."""
+
+    def __init__(self, trainable: Trainable, optimizer: OptimizerConfig, mesh, rules):
+        self.trainable = trainable
+        self.optimizer, self.shardings = state_layout(trainable.abstract, optimizer, mesh, rules)
+
+    def init_state(self):
+        return init_train_state(self.trainable.initial, self.optimizer, self.shardings)
+
+
 @dataclasses.dataclass(frozen=True)
 class ActorSettings:
     loss: losses.PolicyLossConfig
@@ -150,7 +162,7 @@ class ActorSettings:
         return cls(rc.loss, rc.optimizer, rc.sampling.temperature, rc.vocab_chunk, rc.micro_batches)
 
 
-class Actor:
+class Actor(_TrainedRole):
     """The policy that trains: its train step (GRPO's and PPO's clipped objective) and the
     log-prob pass that scores rows with it (old log-probs, and the reference's with its
     weights)."""
@@ -167,10 +179,7 @@ class Actor:
         rules=TRAIN_RULES,
         donate: bool | None = None,
     ):
-        self.trainable = trainable
-        self.optimizer, self.shardings = state_layout(
-            trainable.abstract, settings.optimizer, mesh, rules
-        )
+        super().__init__(trainable, settings.optimizer, mesh, rules)
         self.train_step = steps.policy_train_step(
             cfg,
             settings.loss,
@@ -195,9 +204,6 @@ class Actor:
         kl = settings.loss.kl_coef
         self.fields = {k: v for k, v in ACTOR_FIELDS.items() if k != "ref_logp" or kl}
 
-    def init_state(self):
-        return init_train_state(self.trainable.initial, self.optimizer, self.shardings)
-
 
 @dataclasses.dataclass(frozen=True)
 class CriticSettings:
@@ -210,7 +216,7 @@ class CriticSettings:
         return cls(rc.critic_optimizer, rc.value_clip, rc.micro_batches)
 
 
-class Critic:
+class Critic(_TrainedRole):
     """PPO's value model: its train step (the clipped value loss) and its values of a batch."""
 
     name = "critic"
@@ -225,10 +231,7 @@ class Critic:
         rules=TRAIN_RULES,
         donate: bool | None = None,
     ):
-        self.trainable = trainable
-        self.optimizer, self.shardings = state_layout(
-            trainable.abstract, settings.optimizer, mesh, rules
-        )
+        super().__init__(trainable, settings.optimizer, mesh, rules)
         self.train_step = steps.critic_train_step(
             cfg,
             self.optimizer,
@@ -253,9 +256,6 @@ class Critic:
     def values(self, params, tokens, token_mask) -> jax.Array:
         """[B, T] values of the rows, V of the state before each token."""
         return self._values(self.trainable.frozen, params, tokens, token_mask)
-
-    def init_state(self):
-        return init_train_state(self.trainable.initial, self.optimizer, self.shardings)
 
 
 __all__ = [
