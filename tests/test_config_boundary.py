@@ -23,6 +23,15 @@ CHECKERS = {"launch.py", "job_checks.py", "dry_run.py", "input_checks.py", "plan
 # "module path:function" -> what it returns. Each turns a config into typed settings.
 READERS = {
     "aot/programs.py:JobShape.from_config": "JobShape",
+    "agents/memory_r1/run_settings.py:MemoryR1Run.from_config": "MemoryR1Run",
+    "agents/memory_r1/run_settings.py:ModelSpec.from_config": "ModelSpec",
+    "agents/memory_r1/run_settings.py:DataSection.from_config": "DataSection",
+    "agents/memory_r1/run_settings.py:ConstructionSection.from_config": "ConstructionSection",
+    "agents/memory_r1/run_settings.py:AnswerAgentSection.from_config": "AnswerAgentSection",
+    "agents/memory_r1/run_settings.py:EmbedderSpec.from_config": "EmbedderSpec",
+    "agents/memory_r1/run_settings.py:prompt_templates": "dict[str, PromptTemplate]",
+    "experiments/sources.py:synthetic_config": "SyntheticSplitConfig",
+    "experiments/demo.py:DemoSettings.from_config": "DemoSettings",
 }
 
 
