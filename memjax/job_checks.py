@@ -125,6 +125,9 @@ def _memory_r1_demo(config) -> None:
         ("demo.train_conversations", "demo.eval_conversations", "demo.sessions_per_conversation"),
     )
     at_least(config, 0, ("demo.max_eval_examples",))
+    from memjax.experiments.demo import DemoSettings
+
+    DemoSettings.from_config(config)  # the job's own reader: no unknown or mistyped field
 
 
 def _memsearcher(config) -> None:
