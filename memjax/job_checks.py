@@ -77,12 +77,12 @@ def _memory_r1_sections(config) -> None:
             "data.max_questions",
         ),
     )
-    from memjax.agents.memory_r1.bank_builders import builder
+    from memjax.agents.memory_r1.bank_builders import POLICY, builder
     from memjax.agents.memory_r1.rewards import REWARD_METRICS
 
     one_of(config, "answer_agent.metric", REWARD_METRICS)
 
-    builder(config)
+    builder(str(config.construction.get("builder", POLICY)), str(config.data.path))
 
 
 def _memory_r1_train(config) -> None:
@@ -125,6 +125,9 @@ def _memory_r1_demo(config) -> None:
         ("demo.train_conversations", "demo.eval_conversations", "demo.sessions_per_conversation"),
     )
     at_least(config, 0, ("demo.max_eval_examples",))
+    from memjax.experiments.demo import DemoSettings
+
+    DemoSettings.from_config(config)  # the job's own reader: no unknown or mistyped field
 
 
 def _memsearcher(config) -> None:
@@ -400,8 +403,9 @@ def check_memsearcher_inputs(config, split: str) -> None:
 def check_conversations(config, split: str | None) -> None:
     """Memory-R1: the conversations a job reads have turns and questions."""
     from memjax.agents.memory_r1 import job_setup as S
+    from memjax.agents.memory_r1.run_settings import DataSection
 
-    data = config.data
+    data = DataSection.from_config(config.data)
     chosen = S.select_conversations(S.load_conversations(data), data, split)
     if not chosen:
         raise DataError(f"config.data: no conversations in split {split or data.split!r}")

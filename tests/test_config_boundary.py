@@ -32,6 +32,15 @@ READERS = {
     "serving/memory_job.py:serve_settings": "(ServerSettings, MemoryConfig)",
     "training/checkpoint_checks.py:run_spec_from_config": "{dotted field: value} of a run",
     "experiments/reproduce/job.py:plan": "the reproduction's stages, [Stage]",
+    "agents/memory_r1/run_settings.py:MemoryR1Run.from_config": "MemoryR1Run",
+    "agents/memory_r1/run_settings.py:ModelSpec.from_config": "ModelSpec",
+    "agents/memory_r1/run_settings.py:DataSection.from_config": "DataSection",
+    "agents/memory_r1/run_settings.py:ConstructionSection.from_config": "ConstructionSection",
+    "agents/memory_r1/run_settings.py:AnswerAgentSection.from_config": "AnswerAgentSection",
+    "agents/memory_r1/run_settings.py:EmbedderSpec.from_config": "EmbedderSpec",
+    "agents/memory_r1/run_settings.py:prompt_templates": "dict[str, PromptTemplate]",
+    "experiments/sources.py:synthetic_config": "SyntheticSplitConfig",
+    "experiments/demo.py:DemoSettings.from_config": "DemoSettings",
 }
 
 

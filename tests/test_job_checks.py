@@ -38,6 +38,7 @@ CASES = [
     ("demo.py", "answer_agent.batch_size", 0, r"config.answer_agent.batch_size=0: must be >= 1"),
     ("demo.py", "answer_agent.metric", "bleu", r"config.answer_agent.metric='bleu': expected one"),
     ("demo.py", "demo.train_conversations", 0, r"config.demo.train_conversations=0"),
+    ("demo.py", "demo.train_conversation", 3, r"^config.demo.train_conversation: no such field"),
     ("grpo_qwen7b.py", "rl.prompts_per_step", 0, r"config.rl.prompts_per_step=0: must be >= 1"),
     ("ppo_qwen3b.py", "rl.group_size", 0, r"config.rl.group_size=0: must be >= 1"),
     ("grpo_qwen7b.py", "rl.decode_batch", -1, r"config.rl.decode_batch=-1: must be >= 0"),

@@ -12,6 +12,7 @@ reward_curve.png to the workdir; demo_summary.json holds the numbers.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -19,27 +20,53 @@ from pathlib import Path
 
 import jax
 import numpy as np
+from ml_collections import ConfigDict
 
 from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.answer_env import AnswerEnvironment, answer_examples
 from memjax.agents.memory_r1.models import load_agent_model
 from memjax.agents.memory_r1.raw_turns import raw_turn_bank
+from memjax.agents.memory_r1.run_settings import MemoryR1Run
 from memjax.errors import ConfigError
 from memjax.experiments.synthetic import SyntheticConfig, generate_conversations
 from memjax.rl.rollout import run_episodes
+from memjax.rl.run_config import RLRunConfig
+from memjax.training.sections import read_section
 
 
-def demo_examples(config, embedder):
+@dataclasses.dataclass(frozen=True)
+class DemoSettings:
+    """config.demo, with the two settings of other sections its examples need."""
+
+    train_conversations: int
+    eval_conversations: int
+    sessions_per_conversation: int
+    require_answer_in_memories: bool  # keep only questions a retrieved memory answers
+    max_eval_examples: int
+    seed: int  # config.seed: the synthetic conversations'
+    k_per_speaker: int  # config.answer_agent.k_per_speaker
+
+    @classmethod
+    def from_config(cls, config: ConfigDict) -> DemoSettings:
+        return read_section(
+            cls,
+            config.demo,
+            "config.demo",
+            seed=int(config.seed),
+            k_per_speaker=int(config.answer_agent.k_per_speaker),
+        )
+
+
+def demo_examples(d: DemoSettings, embedder):
     """(train, held-out) answer examples over raw-turn banks of synthetic conversations."""
-    d = config.demo
     conversations = generate_conversations(
         SyntheticConfig(
-            num_conversations=int(d.train_conversations) + int(d.eval_conversations),
-            sessions_per_conversation=int(d.sessions_per_conversation),
-            seed=int(config.seed),
+            num_conversations=d.train_conversations + d.eval_conversations,
+            sessions_per_conversation=d.sessions_per_conversation,
+            seed=d.seed,
         )
     )
-    k = int(config.answer_agent.k_per_speaker)
+    k = d.k_per_speaker
     per_conv = []
     for conv in conversations:
         bank = raw_turn_bank(conv, embedder, date_only=True)
@@ -51,9 +78,9 @@ def demo_examples(config, embedder):
                 if any(e.gold.lower() in text.lower() for _, text in e.memories_a + e.memories_b)
             ]
         per_conv.append(examples)
-    n_train = int(d.train_conversations)
+    n_train = d.train_conversations
     train = [e for ex in per_conv[:n_train] for e in ex]
-    held_out = [e for ex in per_conv[n_train:] for e in ex][: int(d.max_eval_examples)]
+    held_out = [e for ex in per_conv[n_train:] for e in ex][: d.max_eval_examples]
     return train, held_out
 
 
@@ -87,26 +114,27 @@ def demo_job(config, workdir) -> None:
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    embedder = S.load_embedder(config)
-    train, held_out = demo_examples(config, embedder)
-    model = load_agent_model(S.agent_spec(config, "answer"))
-    env = AnswerEnvironment(model.tokenizer, S.answer_settings(config))
+    run, demo = MemoryR1Run.from_config(config), DemoSettings.from_config(config)
+    rl = RLRunConfig.from_section(config.rl, "config.rl")
+    embedder = S.load_embedder(run.embedder)
+    train, held_out = demo_examples(demo, embedder)
+    model = load_agent_model(run.model("answer"))
+    env = AnswerEnvironment(model.tokenizer, S.answer_settings(run))
     lengths = [len(env.prompt_ids(e)) for e in train[:32]]
     print(
         f"{len(train)} training and {len(held_out)} held-out questions; prompts "
         f"~{int(np.mean(lengths))} tokens (max {max(lengths)})",
         flush=True,
     )
-    new_tokens = int(config.rl.sampling.max_new_tokens)
+    new_tokens = rl.sampling.max_new_tokens
     before = greedy_eval(env, held_out, model.params, model.cfg, model.tokenizer, new_tokens)
     print(f"held-out before training: {json.dumps(before)}", flush=True)
 
-    from memjax.rl.run_config import RLRunConfig
     from memjax.rl.trainer import train as run_training
     from memjax.training.reporting import summary_line
 
     result = run_training(
-        RLRunConfig.from_section(config.rl, "config.rl"),
+        rl,
         workdir,
         env=env,
         params=model.params,

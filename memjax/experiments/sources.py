@@ -25,6 +25,7 @@ SYNTHETIC = "synthetic"
 
 
 def synthetic_config(data: ConfigDict) -> SyntheticSplitConfig:
+    """The source's settings: config.data.synthetic, read once at the job's start."""
     s = data.synthetic
     return SyntheticSplitConfig(
         num_train=int(s.num_train),
@@ -36,16 +37,16 @@ def synthetic_config(data: ConfigDict) -> SyntheticSplitConfig:
     )
 
 
-def synthetic_conversations(data: ConfigDict) -> list[Conversation]:
-    parts = synthetic_split(synthetic_config(data))
+def synthetic_conversations(settings: SyntheticSplitConfig) -> list[Conversation]:
+    parts = synthetic_split(settings)
     return [c for part in ("train", "validation", "test") for c in parts[part]]
 
 
-def synthetic_split_ids(ids: list[str], split: str, data: ConfigDict) -> list[str]:
+def synthetic_split_ids(ids: list[str], split: str, settings: SyntheticSplitConfig) -> list[str]:
     """The train seed's conversations train, the held-out seed's validate (the first
     `num_validation`) and test (the rest)."""
     held_out = [i for i in ids if i.startswith(SYNTHETIC_HELDOUT_PREFIX + "-")]
-    n_val = synthetic_config(data).num_validation
+    n_val = settings.num_validation
     parts = {
         "train": [i for i in ids if i.startswith(SYNTHETIC_TRAIN_PREFIX + "-")],
         "validation": held_out[:n_val],
@@ -54,8 +55,7 @@ def synthetic_split_ids(ids: list[str], split: str, data: ConfigDict) -> list[st
     return parts[split]
 
 
-def synthetic_how(data: ConfigDict) -> str:
-    s = data.synthetic
+def synthetic_how(s: SyntheticSplitConfig) -> str:
     return (
         f"synthetic: train seed {s.train_seed}, held-out seed {s.held_out_seed} "
         "(validation first, then test)"
@@ -71,10 +71,11 @@ def oracles(events, streams, context_turns: int) -> tuple:
 
 
 SOURCE = ConversationSource(
+    settings=synthetic_config,
     conversations=synthetic_conversations,
     split_ids=synthetic_split_ids,
     how=synthetic_how,
-    truth=lambda data: synthetic_split_events(synthetic_config(data)),
+    truth=synthetic_split_events,
     oracles=oracles,
 )
 

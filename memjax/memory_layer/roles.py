@@ -95,14 +95,11 @@ def role_policy(spec: RoleSpec, role: str) -> ChatPolicy:
 
 def _model_policy(spec: RoleSpec, role: str) -> ChatPolicy:
     """Greedy decoding with memjax's sampler, as the held-out evaluations run the agents."""
-    from ml_collections import ConfigDict
-
     from memjax.agents.memory_r1.models import load_agent_model, sampler_policy
+    from memjax.agents.memory_r1.run_settings import ModelSpec
 
     model = load_agent_model(
-        ConfigDict(
-            {"source": spec.source, "trained": spec.trained, "param_dtype": spec.param_dtype}
-        )
+        ModelSpec(source=spec.source, trained=spec.trained, param_dtype=spec.param_dtype)
     )
     budget = int(spec.max_new_tokens) or DEFAULT_MAX_NEW_TOKENS[role]
     sampling = {"greedy": True, "temperature": 1.0, "max_new_tokens": budget}

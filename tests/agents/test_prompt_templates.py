@@ -8,6 +8,7 @@ import pytest
 
 from memjax.agents.memory_r1 import job_setup as mr1
 from memjax.agents.memory_r1.answer_env import AnswerEnvironment, AnswerExample, answer_messages
+from memjax.agents.memory_r1.run_settings import MemoryR1Run, prompt_templates
 from memjax.agents.memsearcher import MemSearcherEpisode
 from memjax.agents.memsearcher.agent_factory import episode_factory
 from memjax.agents.memsearcher.settings import settings_from_config
@@ -56,11 +57,11 @@ def test_config_checks_every_template_at_job_start(tmp_path):
     config = memory_r1_config("unused")
     config.prompts.fact_user = write(tmp_path, "f.txt", "Dialogue: {{turns}}")
     with pytest.raises(TemplateError, match=r"fact_user.*\{\{turns\}\}.*\{\{dialogue\}\}"):
-        mr1.construction_settings(config)
+        mr1.construction_settings(MemoryR1Run.from_config(config))
     other = memory_r1_config("unused")
     other.prompts.answr = "typo.txt"
     with pytest.raises(ConfigError, match=r"unknown prompt\(s\) \['answr'\]"):
-        mr1.prompt_templates(other)
+        prompt_templates(other)
 
 
 def test_memsearcher_templates_change_the_prompts_and_nothing_else(tmp_path):
@@ -124,7 +125,8 @@ def test_memory_r1_answer_and_judge_templates_change_only_the_text(tmp_path):
     config.prompts.judge = write(
         tmp_path, "j.txt", "{{question}} | {{gold_answer}} | {{generated_answer}} -> label?"
     )
-    default, custom = mr1.answer_settings(memory_r1_config("unused")), mr1.answer_settings(config)
+    default = mr1.answer_settings(MemoryR1Run.from_config(memory_r1_config("unused")))
+    custom = mr1.answer_settings(MemoryR1Run.from_config(config))
     text = answer_messages(EXAMPLE, custom)[0]["content"]
     assert text.startswith("Alice:\n- 3 June, 2023: I moved to Denver\nBob:")
     assert text != answer_messages(EXAMPLE, default)[0]["content"]
@@ -134,5 +136,5 @@ def test_memory_r1_answer_and_judge_templates_change_only_the_text(tmp_path):
         state, _ = env.reset(EXAMPLE)
         result = env.step(state, env.tokenizer.encode(completion), "eos")[1]
         assert (result.reward, result.info["em"]) == (1.0, 1.0)
-    judge = mr1.prompt_templates(config)["judge"]
+    judge = prompt_templates(config)["judge"]
     assert render_judge_prompt("q?", "Paris", "Paris", judge) == "q? | Paris | Paris -> label?"

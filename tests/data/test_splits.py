@@ -8,6 +8,7 @@ import runpy
 import pytest
 
 from memjax.agents.memory_r1 import job_setup as mr1
+from memjax.agents.memory_r1.run_settings import DataSection
 from memjax.agents.memsearcher import job_setup as ms
 from memjax.data.corpus import build_corpus, hotpot_paragraphs, read_corpus
 from memjax.data.hotpotqa import load_hotpotqa
@@ -38,7 +39,7 @@ def test_synthetic_parts_come_from_separate_seeds_and_never_overlap():
 
 
 def test_memory_r1_jobs_select_the_synthetic_parts():
-    data = memory_r1_config("unused", locomo_path="synthetic").data
+    data = DataSection.from_config(memory_r1_config("unused", locomo_path="synthetic").data)
     conversations = mr1.load_conversations(data)
     chosen = {
         split: [c.sample_id for c in mr1.select_conversations(conversations, data, split)]
@@ -59,7 +60,9 @@ def test_memory_r1_jobs_select_the_synthetic_parts():
 
 
 def test_memory_r1_locomo_split_sizes_in_the_report(shared_data):
-    data = memory_r1_config("unused", locomo_path=str(shared_data / "locomo10.json")).data
+    data = DataSection.from_config(
+        memory_r1_config("unused", locomo_path=str(shared_data / "locomo10.json")).data
+    )
     summary = mr1.split_summary(mr1.load_conversations(data), data)
     assert summary.sizes == {"train": 152, "validation": 81, "test": 1307, "scored": 1307}
 

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from memjax.agents.memory_r1 import evaluation
+from memjax.agents.memory_r1.run_settings import MemoryR1Run
 from memjax.recipes.memory_r1 import memory_r1_config
 from memjax.remote.openai_source import RemoteModelError
 from memjax.serving.background import ThreadedServer
@@ -44,16 +45,20 @@ def _predictions(out):
 @pytest.fixture(scope="module")
 def in_process(tmp_path_factory, smollm2):
     workdir = tmp_path_factory.mktemp("in_process")
-    return _predictions(evaluation.evaluate(_config(workdir), workdir))
+    return _predictions(evaluation.evaluate(MemoryR1Run.from_config(_config(workdir)), workdir))
 
 
 def test_over_http_equals_in_process_and_a_rerun_sends_nothing(tmp_path, smollm2, in_process):
     with ThreadedServer(smollm2, SETTINGS) as server:
-        out = evaluation.evaluate(_config(tmp_path, server.url), tmp_path / "first")
+        out = evaluation.evaluate(
+            MemoryR1Run.from_config(_config(tmp_path, server.url)), tmp_path / "first"
+        )
         assert _predictions(out) == in_process
         sent = server.stats.requests
         assert sent == 2 * len(in_process)  # every answer and every verdict, once
-        again = evaluation.evaluate(_config(tmp_path, server.url), tmp_path / "again")
+        again = evaluation.evaluate(
+            MemoryR1Run.from_config(_config(tmp_path, server.url)), tmp_path / "again"
+        )
         assert _predictions(again) == in_process
         assert server.stats.requests == sent  # all of them read from the reply cache
     report = (tmp_path / "first" / "report_mem0.md").read_text()
@@ -75,10 +80,10 @@ def test_a_server_killed_mid_evaluation_is_resumed_after_a_restart(
     monkeypatch.setattr(evaluation, "_judge_replies", stop_then_judge)
     config = _config(tmp_path, server.url)
     with pytest.raises(RemoteModelError, match="no answer after 2 tries"):
-        evaluation.evaluate(config, tmp_path / "run")
+        evaluation.evaluate(MemoryR1Run.from_config(config), tmp_path / "run")
     assert server.stats.requests == len(in_process)  # the answers, before it died
     monkeypatch.setattr(evaluation, "_judge_replies", judge_replies)
     with ThreadedServer(smollm2, SETTINGS, port=server.port) as restarted:
-        out = evaluation.evaluate(config, tmp_path / "run")
+        out = evaluation.evaluate(MemoryR1Run.from_config(config), tmp_path / "run")
         assert restarted.stats.requests == len(in_process)  # the verdicts only
     assert _predictions(out) == in_process

@@ -1,8 +1,8 @@
 """Who builds a conversation's memory bank: the policy models or the data's ground truth.
 
-    stored = conversation_banks(config, conversations, banks_dir, embedder)
+    stored = conversation_banks(run, conversations, banks_dir, embedder)   # run: MemoryR1Run
 
-`config.construction.builder`:
+`config.construction.builder` (`run.construction.builder`):
   - "policy" (the default): the fact extractor and the manager models, greedily (the paper's
     pipeline; `job_setup.fact_and_manager_policies`).
   - "oracle": data whose source knows its ground truth only (`sources`: the laboratory's
@@ -29,12 +29,11 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from ml_collections import ConfigDict
-
 from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.bank_store import StoredBanks, ensure_banks
 from memjax.agents.memory_r1.fact_cache import FactCache
 from memjax.agents.memory_r1.policy import TimedPolicy
+from memjax.agents.memory_r1.run_settings import DataSection, MemoryR1Run
 from memjax.agents.memory_r1.sources import require_truth
 from memjax.data.locomo_types import Conversation
 from memjax.errors import ConfigError
@@ -50,25 +49,25 @@ DESCRIPTIONS = {
 }
 
 
-def builder(config: ConfigDict) -> str:
-    """config.construction.builder, checked (a config without the field builds with models)."""
-    name = str(config.construction.get("builder", POLICY))
+def builder(name: str, data_path: str) -> str:
+    """config.construction.builder (`name`), checked: the oracle only over data that knows its
+    ground truth (`data_path`: config.data.path)."""
     if name not in BUILDERS:
         raise ConfigError(
             f"config.construction.builder={name!r}: expected one of {', '.join(BUILDERS)}"
         )
     if name == ORACLE:
-        require_truth(config.data, "construction.builder", ORACLE)
+        require_truth(data_path, "construction.builder", ORACLE)
     return name
 
 
-def oracle_events(config: ConfigDict, field: str = "construction.builder") -> dict:
+def oracle_events(data: DataSection, field: str = "construction.builder") -> dict:
     """conversation id -> its ground truth (`field` names the setting that asked)."""
-    return require_truth(config.data, field, ORACLE).truth(config.data)
+    return require_truth(data.path, field, ORACLE).truth(data.source_settings)
 
 
 def oracle_policies(
-    config: ConfigDict, conversation: Conversation, events: dict, *, windows: bool = False
+    run: MemoryR1Run, conversation: Conversation, events: dict, *, windows: bool = False
 ) -> tuple[TimedPolicy, TimedPolicy]:
     """(fact extractor, manager) that answer one conversation's prompts from its ground truth
     (another conversation's speaker may share a name, so an oracle serves one conversation).
@@ -77,10 +76,10 @@ def oracle_policies(
     snapshot replays only its window, whose first turns are asked with fewer turns before)."""
     from memjax.agents.memory_r1.construction import conversation_stream
 
-    source = require_truth(config.data, "construction.builder", ORACLE)
+    source = require_truth(run.data.path, "construction.builder", ORACLE)
     own = events[conversation.sample_id]
     stream = conversation_stream(conversation)
-    context = int(config.construction.fact_context_turns)
+    context = run.construction.fact_context_turns
     streams = [stream]
     if windows:
         streams += [stream[j : j + context] for j in range(len(stream))]
@@ -89,20 +88,20 @@ def oracle_policies(
 
 
 def conversation_banks(
-    config: ConfigDict,
+    run: MemoryR1Run,
     conversations: Sequence[Conversation],
     banks_dir: str | Path,
     embedder,
 ) -> StoredBanks:
     """The conversations' banks, built by `config.construction.builder` or loaded from
     banks_dir when built before from the same inputs."""
-    settings = S.construction_settings(config)
-    kind = builder(config)
+    settings = S.construction_settings(run)
+    kind = builder(run.construction.builder, run.data.path)
     if kind in (RAW_TURNS, OBSERVATIONS, EMPTY):
         return annotated_banks(kind, conversations, embedder)
     if kind == POLICY:
-        facts, manager = S.fact_and_manager_policies(config)
-        facts_dir = config.construction.get("facts_dir") or Path(banks_dir) / ".facts"
+        facts, manager = S.fact_and_manager_policies(run)
+        facts_dir = run.construction.facts_dir or Path(banks_dir) / ".facts"
         return ensure_banks(
             conversations,
             facts,
@@ -110,15 +109,15 @@ def conversation_banks(
             embedder,
             settings,
             banks_dir,
-            inputs=S.bank_inputs(config),
-            fact_cache=FactCache(Path(facts_dir), S.fact_inputs(config)),
-            checkpoint_every=int(config.construction.get("checkpoint_every", 10)),
+            inputs=S.bank_inputs(run),
+            fact_cache=FactCache(Path(facts_dir), S.fact_inputs(run)),
+            checkpoint_every=run.construction.checkpoint_every,
         )
-    events = oracle_events(config)
-    inputs = {"construction.builder": ORACLE, **S.embedder_identity(config)}
+    events = oracle_events(run.data)
+    inputs = {"construction.builder": ORACLE, **S.embedder_identity(run.embedder)}
     stored = StoredBanks({}, Counter(), {}, [])
     for conv in conversations:  # one oracle per conversation
-        facts, manager = oracle_policies(config, conv, events)
+        facts, manager = oracle_policies(run, conv, events)
         stored.absorb(
             ensure_banks([conv], facts, manager, embedder, settings, banks_dir, inputs=inputs)
         )

@@ -32,6 +32,7 @@ from memjax.agents.memory_r1.bank_builders import (
 from memjax.agents.memory_r1.bank_ops import memory_tokens
 from memjax.agents.memory_r1.call_cache import CallCache
 from memjax.agents.memory_r1.models import load_agent_model
+from memjax.agents.memory_r1.run_settings import MemoryR1Run
 from memjax.data.categories import ADVERSARIAL, TABLE1_ORDER
 from memjax.errors import ConfigError
 from memjax.eval.judge import JudgeTally, parse_judge_reply, render_judge_prompt
@@ -41,37 +42,37 @@ from memjax.memory.atomic import atomic_write_text
 from memjax.remote.openai_source import is_openai_source
 
 
-def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
+def evaluate(run: MemoryR1Run, workdir: str | Path, method: str | None = None) -> dict:
     """Runs the evaluation; returns {"mem0": Report, "official": Report, "predictions": [...]}."""
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    every_conversation = S.load_conversations(config.data)
-    conversations = S.select_conversations(every_conversation, config.data)
-    banks_dir = Path(config.banks_dir or workdir / "banks")
-    stored = conversation_banks(config, conversations, banks_dir, S.load_embedder(config))
+    every_conversation = S.load_conversations(run.data)
+    conversations = S.select_conversations(every_conversation, run.data)
+    banks_dir = Path(run.banks_dir or workdir / "banks")
+    stored = conversation_banks(run, conversations, banks_dir, S.load_embedder(run.embedder))
     print(f"banks: built {stored.built or 'none'}, loaded the rest from {banks_dir}", flush=True)
 
-    examples = _examples(config, conversations, stored.banks)
-    a = config.answer_agent
-    answerer = _resumable(config, workdir, "answer", a.max_new_tokens, a.batch_size)
-    settings = S.answer_settings(config)
+    examples = _examples(run, conversations, stored.banks)
+    a = run.answer_agent
+    answerer = _resumable(run, workdir, "answer", a.max_new_tokens, a.batch_size)
+    settings = S.answer_settings(run)
     outputs = answerer([answer_messages(e, settings) for e in examples])
     parsed = [parse_answer(t) for t in outputs]
-    judge = _resumable(config, workdir, "judge", config.judge.max_new_tokens, a.batch_size)
-    replies = _judge_replies(config, judge, examples, parsed)
+    judge = _resumable(run, workdir, "judge", run.judge_max_new_tokens, a.batch_size)
+    replies = _judge_replies(run, judge, examples, parsed)
     verdicts = {i: parse_judge_reply(r) for i, r in replies.items()}
     results, predictions = _scored(examples, outputs, parsed, replies, verdicts)
 
     latencies = {k: v for k, v in stored.latency.items() if v}
     latencies.update(answer=answerer.seconds, judge=judge.seconds)
     reports = _reports(
-        config,
+        run,
         results,
-        method=method or method_name(config),
+        method=method or method_name(run),
         latencies=latencies,
-        memory_tokens=_memory_tokens(config, stored.banks),
+        memory_tokens=_memory_tokens(run, stored.banks),
         counters=_counters(stored.counters, parsed, verdicts.values()),
-        split=S.split_summary(every_conversation, config.data),
+        split=S.split_summary(every_conversation, run.data),
     )
     for name, report in reports.items():
         atomic_write_text(workdir / f"report_{name}.md", report.to_markdown())
@@ -81,29 +82,29 @@ def evaluate(config, workdir: str | Path, method: str | None = None) -> dict:
     return {**reports, "predictions": predictions}
 
 
-def _resumable(config, workdir: Path, role: str, max_new_tokens: int, batch_size: int):
+def _resumable(run: MemoryR1Run, workdir: Path, role: str, max_new_tokens: int, batch_size: int):
     """A role's greedy policy whose finished calls are kept under <workdir>/.calls/<role>: a
     stopped evaluation (hours of answer calls on LoCoMo's test split) resumes at its last one."""
-    policy = S.policy_for(config, role, max_new_tokens, batch_size, role)
-    inputs = S.call_inputs(config, role, max_new_tokens)
+    policy = S.policy_for(run, role, max_new_tokens, batch_size, role)
+    inputs = S.call_inputs(run, role, max_new_tokens)
     policy.cache = CallCache(workdir / ".calls" / role, inputs)
     return policy
 
 
-def _examples(config, conversations, banks) -> list:
+def _examples(run: MemoryR1Run, conversations, banks) -> list:
     """Every selected question of every conversation, over its conversation's bank."""
-    k = int(config.answer_agent.k_per_speaker)
+    k = run.answer_agent.k_per_speaker
     examples = []
     for conv in conversations:
-        items = S.questions(conv, config.data)
+        items = S.questions(conv, run.data)
         examples += answer_examples(conv.sample_id, conv.speakers, banks[conv.sample_id], items, k)
     return examples
 
 
-def _judge_replies(config, judge, examples, parsed) -> dict[int, str]:
+def _judge_replies(run: MemoryR1Run, judge, examples, parsed) -> dict[int, str]:
     """The judge's reply to every non-adversarial answer, by example index (Mem0 leaves
     category 5 out of J, and it has no gold answer to judge against)."""
-    template = S.prompt_templates(config)["judge"]
+    template = run.templates["judge"]
     judged = [i for i, e in enumerate(examples) if e.category != ADVERSARIAL]
     prompts = [
         render_judge_prompt(
@@ -142,14 +143,14 @@ def _scored(examples, outputs, parsed, replies, verdicts):
     return results, predictions
 
 
-def _memory_tokens(config, banks) -> dict[str, int]:
+def _memory_tokens(run: MemoryR1Run, banks) -> dict[str, int]:
     """Each conversation's bank size in the answer agent's tokens (in config.model's when the
     answer agent is an endpoint; none counted when that is one too)."""
-    spec = S.agent_spec(config, "answer")
+    spec = run.model("answer")
     if is_openai_source(spec.source):
-        if is_openai_source(config.model.source):
+        if is_openai_source(run.model("model").source):
             return {}
-        spec = S.agent_spec(config, "model")
+        spec = run.model("model")
     tokenizer = load_agent_model(spec).tokenizer
     return {
         cid: memory_tokens(bank, lambda t: len(tokenizer.encode(t))) for cid, bank in banks.items()
@@ -171,15 +172,15 @@ def _counters(construction: Counter, parsed, verdicts) -> dict:
     }
 
 
-def _reports(config, results, **report_fields) -> dict:
+def _reports(run: MemoryR1Run, results, **report_fields) -> dict:
     """Mem0's protocol (F1 / BLEU-1 / J and EM, category 5 left out) and the official one
     (stemmed F1, category 5 included when the data includes it)."""
-    official = TABLE1_ORDER + ((ADVERSARIAL,) if config.data.include_adversarial else ())
+    official = TABLE1_ORDER + ((ADVERSARIAL,) if run.data.include_adversarial else ())
     protocols = {
         "mem0": (("f1", "bleu1", "j", "em"), TABLE1_ORDER),
         "official": (("official_f1",), official),
     }
-    judge = {"mem0": S.describe_model(config, "judge")}  # J is Mem0's protocol's only
+    judge = {"mem0": S.describe_model(run.model("judge"))}  # J is Mem0's protocol's only
     return {
         name: build_report(
             results, metrics=metrics, categories=categories, judge=judge.get(name), **report_fields
@@ -188,14 +189,13 @@ def _reports(config, results, **report_fields) -> dict:
     }
 
 
-def method_name(config) -> str:
+def method_name(run: MemoryR1Run) -> str:
     """The report's row name: whose weights answer, and who built the banks."""
 
     def weights(role: str) -> str:
-        spec = S.agent_spec(config, role)
-        return spec.trained or spec.source
+        return run.model(role).weights
 
-    kind = builder(config)
+    kind = builder(run.construction.builder, run.data.path)
     if kind != POLICY:
         return f"{weights('answer')} over {DESCRIPTIONS[kind]}"
     if weights("manager") == weights("answer"):
@@ -206,7 +206,7 @@ def method_name(config) -> str:
 def eval_job(config, workdir) -> None:
     if not workdir:
         raise ConfigError("--workdir: memory_r1.eval needs a directory (banks, reports)")
-    out = evaluate(config, workdir)
+    out = evaluate(MemoryR1Run.from_config(config), workdir)
     print("Mem0 / Memory-R1 protocol:\n" + out["mem0"].to_markdown())
     print("Official LoCoMo protocol:\n" + out["official"].to_markdown())
     print(f"reports in {workdir}", flush=True)
@@ -216,9 +216,10 @@ def build_banks_job(config, workdir) -> None:
     """`memory_r1.build_banks`: the selected conversations' banks under banks_dir."""
     if not workdir:
         raise ConfigError("--workdir: memory_r1.build_banks needs a directory")
-    conversations = S.select_conversations(S.load_conversations(config.data), config.data)
-    banks_dir = Path(config.banks_dir or Path(workdir) / "banks")
-    stored = conversation_banks(config, conversations, banks_dir, S.load_embedder(config))
+    run = MemoryR1Run.from_config(config)
+    conversations = S.select_conversations(S.load_conversations(run.data), run.data)
+    banks_dir = Path(run.banks_dir or Path(workdir) / "banks")
+    stored = conversation_banks(run, conversations, banks_dir, S.load_embedder(run.embedder))
     for cid, bank in stored.banks.items():
         print(f"{cid}: {len(bank)} memories ({', '.join(bank.owners())})")
     print(json.dumps({"built": stored.built, "counters": dict(stored.counters)}), flush=True)

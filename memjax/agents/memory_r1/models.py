@@ -1,6 +1,6 @@
-"""Loading Memory-R1's models from a config, and turning one into a ChatPolicy.
+"""Loading Memory-R1's models from their spec (run_settings.ModelSpec), and turning one into a
 
-    model = load_agent_model(config.answer.model)        # source, param_dtype, trained
+    model = load_agent_model(run.model("answer"))        # run_settings.ModelSpec
     policy = sampler_policy(model, {"greedy": True, "max_new_tokens": 64}, batch_size=16)
     texts = policy([[{"role": "user", "content": "..."}], ...])
 
@@ -17,17 +17,16 @@ import jax
 import numpy as np
 
 from memjax.agents.memory_r1.policy import ChatPolicy, Messages
+from memjax.agents.memory_r1.run_settings import ModelSpec
 from memjax.checkpoints import LoadedModel, load_model
 
 _LOADED: dict[tuple, LoadedModel] = {}
 
 
-def load_agent_model(spec) -> LoadedModel:
-    """`spec`: source, param_dtype, and optionally trained (HF dir of trained weights)."""
-    source = str(spec.source)
-    trained = str(spec.get("trained", "") or "")
-    dtype = str(spec.get("param_dtype", "float32"))
-    remat = str(spec.get("remat", "") or "none")  # recompute activations in the backward pass
+def load_agent_model(spec: ModelSpec) -> LoadedModel:
+    """`spec`: source, param_dtype, and trained (HF dir of trained weights, "" for none)."""
+    source, trained, dtype = str(spec.source), str(spec.trained), str(spec.param_dtype)
+    remat = str(spec.remat or "none")  # recompute activations in the backward pass
     key = (source, trained, dtype, remat)
     if key not in _LOADED:
         model = load_model(source, param_dtype=dtype, remat=remat)

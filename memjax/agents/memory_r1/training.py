@@ -33,20 +33,23 @@ from memjax.agents.memory_r1.bank_builders import (
 )
 from memjax.agents.memory_r1.manager_env import ManagerEnvironment, ManagerSettings
 from memjax.agents.memory_r1.models import load_agent_model
+from memjax.agents.memory_r1.run_settings import MemoryR1Run
 from memjax.agents.memory_r1.snapshots import build_manager_examples
 from memjax.errors import ConfigError, DataError
+from memjax.rl.run_config import RLRunConfig
 
 
-def _run_trainer(config, workdir: Path, env, model, train_examples, eval_examples, params=None):
+def _run_trainer(
+    rl: RLRunConfig, workdir: Path, env, model, train_examples, eval_examples, params=None
+):
     from memjax.checkpoints.decoder_io import export_hf_decoder
-    from memjax.rl.run_config import RLRunConfig
     from memjax.rl.trainer import train
     from memjax.training.reporting import summary_line
 
     if not train_examples:
         raise DataError("config.data: no training examples in the chosen conversations and split")
     result = train(
-        RLRunConfig.from_section(config.rl, "config.rl"),
+        rl,
         workdir,
         env=env,
         params=model.params if params is None else params,
@@ -63,13 +66,13 @@ def _run_trainer(config, workdir: Path, env, model, train_examples, eval_example
     return result
 
 
-def answer_training_examples(config, workdir: Path, split: str):
+def answer_training_examples(run: MemoryR1Run, workdir: Path, split: str):
     """Answer-agent examples of a split over banks the (trained) manager builds, or the
     ground truth with `construction.builder=oracle`."""
-    conversations = S.select_conversations(S.load_conversations(config.data), config.data, split)
-    banks_dir = Path(config.banks_dir or workdir / "banks")
-    stored = conversation_banks(config, conversations, banks_dir, S.load_embedder(config))
-    k = int(config.answer_agent.k_per_speaker)
+    conversations = S.select_conversations(S.load_conversations(run.data), run.data, split)
+    banks_dir = Path(run.banks_dir or workdir / "banks")
+    stored = conversation_banks(run, conversations, banks_dir, S.load_embedder(run.embedder))
+    k = run.answer_agent.k_per_speaker
     return [
         e
         for conv in conversations
@@ -77,40 +80,41 @@ def answer_training_examples(config, workdir: Path, split: str):
             conv.sample_id,
             conv.speakers,
             stored.banks[conv.sample_id],
-            S.questions(conv, config.data),
+            S.questions(conv, run.data),
             k,
         )
     ]
 
 
-def manager_training_examples(config, workdir: Path, split: str, embedder):
+def manager_training_examples(run: MemoryR1Run, workdir: Path, split: str, embedder):
     """One example per (question, evidence turn): the bank a teacher built over the turns
     before it (the snapshot), and the turn's facts. The teacher is a model (`teacher.source`,
     the policy's by default) or, with `teacher.source=oracle` on synthetic data, the data's
     ground truth: each turn's true facts and the operations they call for (a perfect stand-in
     for the paper's GPT-4o-mini, where a small model would build noise)."""
-    conversations = S.select_conversations(S.load_conversations(config.data), config.data, split)
-    if str(config.teacher.source) == ORACLE:
+    conversations = S.select_conversations(S.load_conversations(run.data), run.data, split)
+    if run.teacher_source == ORACLE:
         groups = [[conv] for conv in conversations]  # an oracle answers for one conversation
-        events = oracle_events(config, "teacher.source")
+        events = oracle_events(run.data, "teacher.source")
     else:
         groups, events = [conversations], None
     examples, stats = [], Counter()
+    snapshots = run.snapshots
     for group in groups:
-        facts, manager = _snapshot_teacher(config, group, events)
-        items = [(conv.sample_id, q) for conv in group for q in S.questions(conv, config.data)]
+        facts, manager = _snapshot_teacher(run, group, events)
+        items = [(conv.sample_id, q) for conv in group for q in S.questions(conv, run.data)]
         built, counts = build_manager_examples(
             group,
             items,
             facts,
             manager,
             embedder,
-            config.snapshots.cache_dir or workdir / "snapshots",
-            teacher=config.teacher.name,
-            window=int(config.snapshots.window),
-            settings=S.construction_settings(config),
+            snapshots.cache_dir or workdir / "snapshots",
+            teacher=snapshots.teacher_name,
+            window=snapshots.window,
+            settings=S.construction_settings(run),
             progress=True,
-            inputs=S.bank_inputs(config, role="teacher"),
+            inputs=S.bank_inputs(run, role="teacher"),
         )
         examples += built
         stats.update(counts)
@@ -118,53 +122,53 @@ def manager_training_examples(config, workdir: Path, split: str, embedder):
     return examples
 
 
-def _snapshot_teacher(config, conversations, events=None):
+def _snapshot_teacher(run: MemoryR1Run, conversations, events=None):
     """(fact extractor, manager) ChatPolicies that build the snapshot banks; `events` (the
     oracle's ground truth, from `oracle_events`) when `teacher.source=oracle`."""
-    c = config.construction
-    if str(config.teacher.source) != ORACLE:
-        facts = S.policy_for(
-            config, "teacher", c.fact_max_new_tokens, c.batch_size, "teacher_facts"
-        )
+    c = run.construction
+    if run.teacher_source != ORACLE:
+        facts = S.policy_for(run, "teacher", c.fact_max_new_tokens, c.batch_size, "teacher_facts")
         manager = S.policy_for(
-            config, "teacher", c.manager_max_new_tokens, c.batch_size, "teacher_manager"
+            run, "teacher", c.manager_max_new_tokens, c.batch_size, "teacher_manager"
         )
         return facts, manager
-    events = oracle_events(config, "teacher.source") if events is None else events
+    events = oracle_events(run.data, "teacher.source") if events is None else events
     (conv,) = conversations
-    return oracle_policies(config, conv, events, windows=True)
+    return oracle_policies(run, conv, events, windows=True)
 
 
 def train_answer_job(config, workdir) -> None:
     if not workdir:
         raise ConfigError("--workdir: memory_r1.train_answer needs a directory")
     workdir = Path(workdir)
-    train_examples = answer_training_examples(config, workdir, "train")
-    eval_examples = answer_training_examples(config, workdir, "validation")
-    model = load_agent_model(S.agent_spec(config, "answer"))
-    env = AnswerEnvironment(model.tokenizer, S.answer_settings(config))
-    _run_trainer(config, workdir, env, model, train_examples, eval_examples)
+    run, rl = MemoryR1Run.from_config(config), RLRunConfig.from_section(config.rl, "config.rl")
+    train_examples = answer_training_examples(run, workdir, "train")
+    eval_examples = answer_training_examples(run, workdir, "validation")
+    model = load_agent_model(run.model("answer"))
+    env = AnswerEnvironment(model.tokenizer, S.answer_settings(run))
+    _run_trainer(rl, workdir, env, model, train_examples, eval_examples)
 
 
 def train_manager_job(config, workdir) -> None:
     if not workdir:
         raise ConfigError("--workdir: memory_r1.train_manager needs a directory")
     workdir = Path(workdir)
-    embedder = S.load_embedder(config)
-    train_examples = manager_training_examples(config, workdir, "train", embedder)
-    eval_examples = manager_training_examples(config, workdir, "validation", embedder)
-    a = config.answer_agent
-    answerer = S.policy_for(config, "answer", a.max_new_tokens, a.batch_size, "frozen_answer")
-    model = load_agent_model(S.agent_spec(config, "manager"))
+    run, rl = MemoryR1Run.from_config(config), RLRunConfig.from_section(config.rl, "config.rl")
+    embedder = S.load_embedder(run.embedder)
+    train_examples = manager_training_examples(run, workdir, "train", embedder)
+    eval_examples = manager_training_examples(run, workdir, "validation", embedder)
+    a = run.answer_agent
+    answerer = S.policy_for(run, "answer", a.max_new_tokens, a.batch_size, "frozen_answer")
+    model = load_agent_model(run.model("manager"))
     # The trainer donates its parameters' buffers each step; when the frozen answer agent is
     # the same model (loaded once, cached), it must keep weights of its own.
-    frozen = load_agent_model(S.agent_spec(config, "answer"))
+    frozen = load_agent_model(run.model("answer"))
     params = jax.tree.map(jnp.copy, model.params) if frozen is model else model.params
     settings = ManagerSettings(
-        related_k=int(config.construction.related_k),
-        answer_k=int(a.k_per_speaker),
-        answer=S.answer_settings(config),
-        templates=S.prompt_templates(config),
+        related_k=run.construction.related_k,
+        answer_k=a.k_per_speaker,
+        answer=S.answer_settings(run),
+        templates=run.templates,
     )
     env = ManagerEnvironment(model.tokenizer, embedder, answerer, settings)
-    _run_trainer(config, workdir, env, model, train_examples, eval_examples, params=params)
+    _run_trainer(rl, workdir, env, model, train_examples, eval_examples, params=params)

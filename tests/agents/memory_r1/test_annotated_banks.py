@@ -8,6 +8,7 @@ from memjax.agents.memory_r1 import bank_builders
 from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.evaluation import method_name
 from memjax.agents.memory_r1.observations import observation_bank
+from memjax.agents.memory_r1.run_settings import DataSection, MemoryR1Run
 from memjax.data.locomo import parse_locomo
 from memjax.errors import ConfigError, DataError
 from memjax.job_checks import check_job_config
@@ -103,10 +104,9 @@ def _test_bank(builder, banks_dir, monkeypatch):
     """(config, the one test conversation, stored banks) built by `builder`, no model allowed."""
     monkeypatch.setattr(S, "policy_for", _no_model)
     config = _config(builder)
-    conversations = S.select_conversations(S.load_conversations(config.data), config.data, "test")
-    stored = bank_builders.conversation_banks(
-        config, conversations, banks_dir, helpers.BagOfWords()
-    )
+    run = MemoryR1Run.from_config(config)
+    conversations = S.select_conversations(S.load_conversations(run.data), run.data, "test")
+    stored = bank_builders.conversation_banks(run, conversations, banks_dir, helpers.BagOfWords())
     (conv,) = conversations
     return config, conv, stored
 
@@ -127,7 +127,7 @@ def test_empty_banks_answer_every_question_from_nothing_and_call_no_model(tmp_pa
     config, conv, stored = _test_bank("empty", tmp_path, monkeypatch)
     bank = stored.banks[conv.sample_id]
     assert len(bank) == 0 and not list(tmp_path.iterdir())  # nothing built, nothing cached
-    items = S.questions(conv, config.data)
+    items = S.questions(conv, DataSection.from_config(config.data))
     examples = answer_examples(conv.sample_id, conv.speakers, bank, items, 10)
     assert len(examples) == len(items) > 0
     assert all(not e.memories_a and not e.memories_b for e in examples)
@@ -136,11 +136,13 @@ def test_empty_banks_answer_every_question_from_nothing_and_call_no_model(tmp_pa
 def test_the_builders_are_named_in_reports_and_checked_at_the_boundary():
     config = _config("observations")
     config.answer.trained = "/ckpt/answer/policy"
-    assert method_name(config) == "/ckpt/answer/policy over observation banks"
+    assert (
+        method_name(MemoryR1Run.from_config(config)) == "/ckpt/answer/policy over observation banks"
+    )
     config.construction.builder = "raw_turns"
-    assert method_name(config) == "/ckpt/answer/policy over raw-turn banks"
+    assert method_name(MemoryR1Run.from_config(config)) == "/ckpt/answer/policy over raw-turn banks"
     config.construction.builder = "empty"
-    assert method_name(config) == "/ckpt/answer/policy over empty banks"
+    assert method_name(MemoryR1Run.from_config(config)) == "/ckpt/answer/policy over empty banks"
     config.job = "memory_r1.eval"
     config.construction.builder = "turns"
     with pytest.raises(ConfigError, match=r"expected one of policy, oracle, raw_turns"):

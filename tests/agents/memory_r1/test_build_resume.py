@@ -11,6 +11,7 @@ from memjax.agents.memory_r1.bank_store import ensure_banks
 from memjax.agents.memory_r1.construction import ConstructionSettings
 from memjax.agents.memory_r1.fact_cache import FactCache
 from memjax.agents.memory_r1.policy import TimedPolicy
+from memjax.agents.memory_r1.run_settings import MemoryR1Run
 from memjax.experiments.synthetic import SyntheticConfig, generate_conversations
 from memjax.recipes.memory_r1 import memory_r1_config
 from tests.agents.memory_r1 import helpers
@@ -160,8 +161,9 @@ def test_the_sft_model_is_one_extractor_as_the_managers_own_and_as_a_separate_on
     rl.model.source = "/ckpt/sft/policy"
     rl.manager.trained = "/ckpt/rl_manager/policy"
     rl.facts.source = "/ckpt/sft/policy"
-    assert S.fact_role(sft) == "manager" and S.fact_role(rl) == "facts"
-    assert S.fact_inputs(sft) == S.fact_inputs(rl)
-    assert S.bank_inputs(sft) != S.bank_inputs(rl)
+    run = MemoryR1Run.from_config
+    assert run(sft).fact_role == "manager" and run(rl).fact_role == "facts"
+    assert S.fact_inputs(run(sft)) == S.fact_inputs(run(rl))
+    assert S.bank_inputs(run(sft)) != S.bank_inputs(run(rl))
     rl.construction.fact_max_new_tokens = 32  # other generation settings: other facts
-    assert S.fact_inputs(sft) != S.fact_inputs(rl)
+    assert S.fact_inputs(run(sft)) != S.fact_inputs(run(rl))

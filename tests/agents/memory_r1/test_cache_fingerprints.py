@@ -11,6 +11,7 @@ from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.bank_store import ensure_banks
 from memjax.agents.memory_r1.construction import ConstructionSettings
 from memjax.agents.memory_r1.policy import TimedPolicy
+from memjax.agents.memory_r1.run_settings import MemoryR1Run
 from memjax.agents.memory_r1.snapshots import build_manager_examples
 from memjax.data.locomo import load_locomo, parse_locomo
 from memjax.experiments.synthetic import SyntheticConfig, write_synthetic_locomo
@@ -41,24 +42,26 @@ def test_eval_rebuilds_banks_built_from_another_data_file(tmp_path, monkeypatch,
         "judge": lambda batch: ['{"label": "WRONG"}'] * len(batch),
     }
     monkeypatch.setattr(
-        S, "policy_for", lambda config, role, n, b, name=None: TimedPolicy(roles[name or role])
+        S, "policy_for", lambda run, role, n, b, name=None: TimedPolicy(roles[name or role])
     )
-    monkeypatch.setattr(S, "load_embedder", lambda config: helpers.BagOfWords())
+    monkeypatch.setattr(S, "load_embedder", lambda embedder: helpers.BagOfWords())
     tokenizer = types.SimpleNamespace(tokenizer=helpers.ByteTokenizer())
     monkeypatch.setattr(evaluation, "load_agent_model", lambda spec: tokenizer)
     workdir = tmp_path / "eval"
 
-    evaluation.evaluate(_eval_config(a), workdir, method="scripted")
+    evaluation.evaluate(MemoryR1Run.from_config(_eval_config(a)), workdir, method="scripted")
     assert "banks: built ['syn-0']" in capsys.readouterr().out
-    evaluation.evaluate(_eval_config(a), workdir, method="scripted")
+    evaluation.evaluate(MemoryR1Run.from_config(_eval_config(a)), workdir, method="scripted")
     assert "banks: built none" in capsys.readouterr().out  # same inputs: reused
 
-    out = evaluation.evaluate(_eval_config(b), workdir, method="scripted")
+    out = evaluation.evaluate(MemoryR1Run.from_config(_eval_config(b)), workdir, method="scripted")
     printed = capsys.readouterr().out
     assert "syn-0 was built from other inputs (conversation.sha256: " in printed
     assert "rebuilding" in printed and "banks: built ['syn-0']" in printed
     # The reports now rest on b's bank, the same as a fresh build from b gives.
-    fresh = evaluation.evaluate(_eval_config(b), tmp_path / "fresh", method="scripted")
+    fresh = evaluation.evaluate(
+        MemoryR1Run.from_config(_eval_config(b)), tmp_path / "fresh", method="scripted"
+    )
     assert out["predictions"] == fresh["predictions"]
     build = json.loads((workdir / "banks" / "syn-0" / "build.json").read_text())
     assert build["fingerprint"]["manager.source"] == "scripted"
@@ -144,29 +147,32 @@ def test_a_separate_fact_extractor_builds_the_facts_and_keys_the_bank(tmp_path, 
     path = write_synthetic_locomo(tmp_path / "a.json", SyntheticConfig(num_conversations=1))
     asked = []
 
-    def policy_for(config, role, n, b, name=None):
-        asked.append((name, role, S.agent_spec(config, role).trained))
+    def policy_for(run, role, n, b, name=None):
+        asked.append((name, role, run.model(role).trained))
         scripted = {"fact_extraction": helpers.fact_policy, "manager": helpers.add_all_manager}
         return TimedPolicy(scripted[name])
 
     monkeypatch.setattr(S, "policy_for", policy_for)
     config = _eval_config(path)
     config.manager.trained = "/ckpt/manager/policy"
-    S.fact_and_manager_policies(config)
+    S.fact_and_manager_policies(MemoryR1Run.from_config(config))
     assert asked == [
         ("fact_extraction", "manager", "/ckpt/manager/policy"),  # default: the manager's model
         ("manager", "manager", "/ckpt/manager/policy"),
     ]
-    assert not any(key.startswith("facts.") for key in S.bank_inputs(config))
+    assert not any(
+        key.startswith("facts.") for key in S.bank_inputs(MemoryR1Run.from_config(config))
+    )
 
     asked.clear()
     config.facts.trained = "/ckpt/sft/policy"
-    S.fact_and_manager_policies(config)
+    run = MemoryR1Run.from_config(config)
+    S.fact_and_manager_policies(run)
     assert asked == [
         ("fact_extraction", "facts", "/ckpt/sft/policy"),
         ("manager", "manager", "/ckpt/manager/policy"),
     ]
-    inputs = S.bank_inputs(config)
+    inputs = S.bank_inputs(run)
     assert inputs["facts.trained"] == "/ckpt/sft/policy"  # another extractor: another bank
     assert inputs["manager.trained"] == "/ckpt/manager/policy"
-    assert "facts.trained" not in S.bank_inputs(config, role="teacher")  # snapshots: teacher's
+    assert "facts.trained" not in S.bank_inputs(run, role="teacher")  # snapshots: teacher's

@@ -10,6 +10,7 @@ from memjax.agents.memory_r1 import evaluation
 from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.call_cache import CallCache
 from memjax.agents.memory_r1.policy import TimedPolicy
+from memjax.agents.memory_r1.run_settings import MemoryR1Run
 from memjax.recipes.memory_r1 import memory_r1_config
 from tests.agents.memory_r1 import helpers
 from tests.agents.memory_r1.test_evaluation import _judge
@@ -51,11 +52,11 @@ def _patch(monkeypatch, answerer):
     monkeypatch.setattr(
         S,
         "policy_for",
-        lambda config, role, n, b, name=None: TimedPolicy(
+        lambda run, role, n, b, name=None: TimedPolicy(
             roles[name or role], name or role, batch_size=b
         ),
     )
-    monkeypatch.setattr(S, "load_embedder", lambda config: helpers.BagOfWords())
+    monkeypatch.setattr(S, "load_embedder", lambda embedder: helpers.BagOfWords())
     monkeypatch.setattr(
         evaluation,
         "load_agent_model",
@@ -70,19 +71,19 @@ def _predictions(workdir):
 def test_stopped_evaluation_resumes_at_its_last_answer_call(tmp_path, monkeypatch):
     straight = CountingAnswerer()
     _patch(monkeypatch, straight)
-    evaluation.evaluate(_config(), tmp_path / "straight", method="m")
+    evaluation.evaluate(MemoryR1Run.from_config(_config()), tmp_path / "straight", method="m")
     total = straight.calls
     assert total >= 4
 
     _patch(monkeypatch, CountingAnswerer(stop_at=3))
     with pytest.raises(Stopped):
-        evaluation.evaluate(_config(), tmp_path / "stopped", method="m")
+        evaluation.evaluate(MemoryR1Run.from_config(_config()), tmp_path / "stopped", method="m")
     assert not (tmp_path / "stopped" / "predictions.jsonl").exists()
     assert len(list((tmp_path / "stopped" / ".calls" / "answer").glob("*.json"))) == 2
 
     resumed = CountingAnswerer()
     _patch(monkeypatch, resumed)
-    evaluation.evaluate(_config(), tmp_path / "stopped", method="m")
+    evaluation.evaluate(MemoryR1Run.from_config(_config()), tmp_path / "stopped", method="m")
     assert resumed.calls == total - 2  # the two finished calls are read back
     assert _predictions(tmp_path / "stopped") == _predictions(tmp_path / "straight")
     # Every question's latency is counted, the read-back calls' as they were measured.
@@ -93,27 +94,27 @@ def test_stopped_evaluation_resumes_at_its_last_answer_call(tmp_path, monkeypatc
 def test_calls_are_not_reused_across_decoding_limits_or_damage(tmp_path, monkeypatch, capsys):
     first = CountingAnswerer()
     _patch(monkeypatch, first)
-    evaluation.evaluate(_config(), tmp_path, method="m")
+    evaluation.evaluate(MemoryR1Run.from_config(_config()), tmp_path, method="m")
     first_calls = sorted((tmp_path / ".calls" / "answer").glob("*.json"))
     assert len(first_calls) == first.calls
 
     again = CountingAnswerer()
     _patch(monkeypatch, again)
-    evaluation.evaluate(_config(), tmp_path, method="m")
+    evaluation.evaluate(MemoryR1Run.from_config(_config()), tmp_path, method="m")
     assert again.calls == 0  # every call read back
 
     longer = _config()
     longer.answer_agent.max_new_tokens += 1  # another decoding limit: other completions
     other = CountingAnswerer()
     _patch(monkeypatch, other)
-    evaluation.evaluate(longer, tmp_path, method="m")
+    evaluation.evaluate(MemoryR1Run.from_config(longer), tmp_path, method="m")
     assert other.calls == first.calls
 
     damaged = first_calls[0]
     damaged.write_text(damaged.read_text()[:20])
     mended = CountingAnswerer()
     _patch(monkeypatch, mended)
-    evaluation.evaluate(_config(), tmp_path, method="m")
+    evaluation.evaluate(MemoryR1Run.from_config(_config()), tmp_path, method="m")
     assert mended.calls == 1
     assert f"calls: {damaged} is unreadable" in capsys.readouterr().out
 

@@ -7,6 +7,7 @@ import types
 from memjax.agents.memory_r1 import evaluation
 from memjax.agents.memory_r1 import job_setup as S
 from memjax.agents.memory_r1.policy import TimedPolicy
+from memjax.agents.memory_r1.run_settings import DataSection, MemoryR1Run
 from memjax.recipes.memory_r1 import memory_r1_config
 from tests.agents.memory_r1 import helpers
 
@@ -26,9 +27,9 @@ def _use_scripted_models(monkeypatch, roles: dict) -> None:
     """Every role's policy scripted (`roles` by role name), a bag-of-words embedder and a
     byte tokenizer: the job runs whole with no model loaded."""
     monkeypatch.setattr(
-        S, "policy_for", lambda config, role, n, b, name=None: TimedPolicy(roles[name or role])
+        S, "policy_for", lambda run, role, n, b, name=None: TimedPolicy(roles[name or role])
     )
-    monkeypatch.setattr(S, "load_embedder", lambda config: helpers.BagOfWords())
+    monkeypatch.setattr(S, "load_embedder", lambda embedder: helpers.BagOfWords())
     monkeypatch.setattr(
         evaluation,
         "load_agent_model",
@@ -57,7 +58,8 @@ def _oracle_for_single_hop(conversations):
 def test_eval_builds_answers_judges_and_reports(tmp_path, monkeypatch):
     config = memory_r1_config("scripted", locomo_path="synthetic")
     config.data.split = "test"
-    conversations = S.select_conversations(S.load_conversations(config.data), config.data)
+    data = DataSection.from_config(config.data)
+    conversations = S.select_conversations(S.load_conversations(data), data)
     roles = {
         "fact_extraction": helpers.fact_policy,
         "manager": helpers.add_all_manager,
@@ -65,7 +67,7 @@ def test_eval_builds_answers_judges_and_reports(tmp_path, monkeypatch):
         "judge": _judge,
     }
     _use_scripted_models(monkeypatch, roles)
-    out = evaluation.evaluate(config, tmp_path, method="scripted")
+    out = evaluation.evaluate(MemoryR1Run.from_config(config), tmp_path, method="scripted")
     mem0, official = out["mem0"], out["official"]
     n = len(out["predictions"])
     assert n > 0 and mem0.overall.count == n == official.overall.count
@@ -90,7 +92,7 @@ def test_eval_builds_answers_judges_and_reports(tmp_path, monkeypatch):
             in (tmp_path / f"report_{name}.md").read_text()
         )
     # A second run reuses the built banks (nothing rebuilt) and gives the same scores.
-    again = evaluation.evaluate(config, tmp_path, method="scripted")
+    again = evaluation.evaluate(MemoryR1Run.from_config(config), tmp_path, method="scripted")
     assert again["mem0"].overall.means == mem0.overall.means
     assert (tmp_path / "banks").is_dir() and len(list((tmp_path / "banks").iterdir())) >= 1
 
@@ -123,7 +125,7 @@ def test_adversarial_questions_carry_only_the_official_score(tmp_path, monkeypat
         "judge": _judge,
     }
     _use_scripted_models(monkeypatch, roles)
-    out = evaluation.evaluate(config, tmp_path / "eval", method="scripted")
+    out = evaluation.evaluate(MemoryR1Run.from_config(config), tmp_path / "eval", method="scripted")
     rows = [json.loads(line) for line in (tmp_path / "eval/predictions.jsonl").open()]
     adversarial = [r for r in rows if r["category"] == 5]
     others = [r for r in rows if r["category"] != 5]

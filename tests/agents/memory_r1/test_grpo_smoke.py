@@ -11,7 +11,7 @@ from ml_collections import ConfigDict
 
 from memjax.agents.memory_r1.answer_env import AnswerEnvironment, AnswerSettings
 from memjax.agents.memory_r1.manager_env import ManagerEnvironment, ManagerSettings
-from memjax.experiments.demo import demo_examples
+from memjax.experiments.demo import DemoSettings, demo_examples
 from memjax.models.decoder import decoder_abstract
 from memjax.models.params import init_params
 from memjax.rl import toy
@@ -112,7 +112,7 @@ def test_grpo_answer_agent_and_manager_on_tiny_model(tmp_path):
         )
     )
     config.answer_agent.k_per_speaker = 1
-    train_ex, held_out = demo_examples(config, helpers.BagOfWords())
+    train_ex, held_out = demo_examples(DemoSettings.from_config(config), helpers.BagOfWords())
     tok = helpers.ByteTokenizer()
     env = TieBrokenAnswerEnvironment(
         tok, AnswerSettings(style="short", metric="f1", answer_prefix="**Answer:**")

@@ -7,6 +7,7 @@ import pytest
 
 from memjax.agents.memory_r1 import bank_builders
 from memjax.agents.memory_r1 import job_setup as S
+from memjax.agents.memory_r1.run_settings import MemoryR1Run
 from memjax.errors import ConfigError
 from memjax.experiments.teachers.synthetic_truth import bank_errors, final_states
 from memjax.job_checks import check_job_config
@@ -30,10 +31,11 @@ def _no_model(*args, **kwargs):
 def test_oracle_banks_hold_every_current_value_and_no_stale_one(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(S, "policy_for", _no_model)
     config = _config()
-    conversations = S.select_conversations(S.load_conversations(config.data), config.data, "train")
-    stored = bank_builders.conversation_banks(config, conversations, tmp_path, helpers.BagOfWords())
+    run = MemoryR1Run.from_config(config)
+    conversations = S.select_conversations(S.load_conversations(run.data), run.data, "train")
+    stored = bank_builders.conversation_banks(run, conversations, tmp_path, helpers.BagOfWords())
 
-    events = bank_builders.oracle_events(config)
+    events = bank_builders.oracle_events(run.data)
     assert sorted(stored.banks) == sorted(c.sample_id for c in conversations) and stored.built
     for conv in conversations:
         states = final_states(events[conv.sample_id])
@@ -43,12 +45,12 @@ def test_oracle_banks_hold_every_current_value_and_no_stale_one(tmp_path, monkey
     assert stored.counters["manager_op_update"] > 0 and stored.counters["manager_op_add"] > 0
     # The run's counters are the sum of each conversation's own build.
     alone = [
-        bank_builders.conversation_banks(config, [c], tmp_path / c.sample_id, helpers.BagOfWords())
+        bank_builders.conversation_banks(run, [c], tmp_path / c.sample_id, helpers.BagOfWords())
         for c in conversations
     ]
     assert stored.counters == sum((one.counters for one in alone), Counter())
 
-    again = bank_builders.conversation_banks(config, conversations, tmp_path, helpers.BagOfWords())
+    again = bank_builders.conversation_banks(run, conversations, tmp_path, helpers.BagOfWords())
     assert again.built == []  # cached
     for cid, bank in stored.banks.items():
         assert sorted(e.text for e in again.banks[cid].entries()) == sorted(
@@ -61,16 +63,17 @@ def test_a_policy_built_bank_is_not_taken_for_an_oracle_one(tmp_path, monkeypatc
     monkeypatch.setattr(
         S,
         "policy_for",
-        lambda config, role, n, b, name=None: bank_builders.TimedPolicy(roles[name or role]),
+        lambda run, role, n, b, name=None: bank_builders.TimedPolicy(roles[name or role]),
     )
-    config = _config("policy")
-    conversations = S.select_conversations(S.load_conversations(config.data), config.data, "test")
-    added = bank_builders.conversation_banks(config, conversations, tmp_path, helpers.BagOfWords())
-    states = final_states(bank_builders.oracle_events(_config())[conversations[0].sample_id])
+    run = MemoryR1Run.from_config(_config("policy"))
+    conversations = S.select_conversations(S.load_conversations(run.data), run.data, "test")
+    added = bank_builders.conversation_banks(run, conversations, tmp_path, helpers.BagOfWords())
+    oracle_run = MemoryR1Run.from_config(_config())
+    states = final_states(bank_builders.oracle_events(oracle_run.data)[conversations[0].sample_id])
     assert bank_errors(added.banks[conversations[0].sample_id], states)  # the check can fail
     capsys.readouterr()
     oracle = bank_builders.conversation_banks(
-        _config(), conversations, tmp_path, helpers.BagOfWords()
+        oracle_run, conversations, tmp_path, helpers.BagOfWords()
     )
     assert oracle.built == [conversations[0].sample_id]
     assert "construction.builder" in capsys.readouterr().out  # says what differed
@@ -91,8 +94,10 @@ def test_the_report_names_the_trained_answer_agent_and_who_built_the_banks():
     from memjax.agents.memory_r1.evaluation import method_name
 
     config = _config("policy")
-    assert method_name(config) == "scripted"
+    assert method_name(MemoryR1Run.from_config(config)) == "scripted"
     config.answer.trained = "/ckpt/answer/policy"
-    assert method_name(config) == "/ckpt/answer/policy over scripted's banks"
+    assert (
+        method_name(MemoryR1Run.from_config(config)) == "/ckpt/answer/policy over scripted's banks"
+    )
     config.construction.builder = "oracle"
-    assert method_name(config) == "/ckpt/answer/policy over oracle banks"
+    assert method_name(MemoryR1Run.from_config(config)) == "/ckpt/answer/policy over oracle banks"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from memjax.agents.memory_r1 import job_setup as S
+from memjax.agents.memory_r1.run_settings import MemoryR1Run
 from memjax.agents.memory_r1.training import _snapshot_teacher, manager_training_examples
 from memjax.errors import ConfigError
 from memjax.experiments.sources import synthetic_config
@@ -40,8 +41,9 @@ def test_split_events_belong_to_the_split_conversations():
 
 def test_oracle_snapshots_carry_each_evidence_turns_true_facts(tmp_path):
     config = _config()
-    embedder = S.load_embedder(config)
-    examples = manager_training_examples(config, tmp_path, "train", embedder)
+    run = MemoryR1Run.from_config(config)
+    embedder = S.load_embedder(run.embedder)
+    examples = manager_training_examples(run, tmp_path, "train", embedder)
     assert examples
     events = synthetic_split_events(synthetic_config(config.data))
     truth = {
@@ -57,4 +59,4 @@ def test_an_oracle_on_locomo_is_refused_in_one_line(tmp_path):
     config = _config()
     config.data.path = "/nonexistent/locomo10.json"
     with pytest.raises(ConfigError, match=r"teacher.source='oracle': only synthetic data"):
-        _snapshot_teacher(config, [])
+        _snapshot_teacher(MemoryR1Run.from_config(config), [])
