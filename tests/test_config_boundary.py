@@ -23,6 +23,9 @@ CHECKERS = {"launch.py", "job_checks.py", "dry_run.py", "input_checks.py", "plan
 # "module path:function" -> what it returns. Each turns a config into typed settings.
 READERS = {
     "aot/programs.py:JobShape.from_config": "JobShape",
+    "sft/job.py:SFTData.from_section": "SFTData",
+    "sft/job.py:SFTModel.from_section": "SFTModel",
+    "sft/job.py:SFTJob.from_config": "SFTJob",
 }
 
 
