@@ -23,11 +23,13 @@ def task_evaluation(job: sft_job.SFTJob, model):
         raise ConfigError(f"config.task_eval.kind={kind!r}: choose none or search_agent")
     if kind == "none":
         return None
+    from memjax.agents.memsearcher.run_settings import MemSearcherEvalRun
     from memjax.agents.memsearcher.sft_eval import load_agent_config, search_agent_eval
 
-    agent_config = load_agent_config(job.task_eval_config)
+    # The agent's own recipe config, read into its typed settings as memsearcher.eval reads it.
+    run = MemSearcherEvalRun.from_config(load_agent_config(job.task_eval_config))
     return search_agent_eval(
-        agent_config, model.tokenizer, model.cfg, max_examples=job.task_eval_max_examples
+        run, model.tokenizer, model.cfg, max_examples=job.task_eval_max_examples
     )
 
 
