@@ -162,10 +162,10 @@ def _memsearcher(config) -> None:
 
 
 def _memsearcher_train(config) -> None:
+    from memjax.agents.memsearcher.run_settings import RolloutSettings, TrainSettings
     from memjax.agents.memsearcher.train_job import trainer_config
     from memjax.models.lora_config import lora_from_section
     from memjax.rl.losses import PolicyLossConfig
-    from memjax.rl.run_config import RLRunConfig
     from memjax.training.sections import read_section
     from memjax.training.states import optimizer_from
 
@@ -185,7 +185,8 @@ def _memsearcher_train(config) -> None:
     optimizer_from(config.optimizer, "config.optimizer", 1)
     read_section(PolicyLossConfig, config.loss, "config.loss")
     lora_from_section(config.get("lora"), "config")
-    RLRunConfig.from_section(trainer_config(config, int(config.train.batch_size)), "config.train")
+    train, rollout = TrainSettings.from_config(config), RolloutSettings.from_section(config.rollout)
+    trainer_config(train, rollout, int(config.train.batch_size))  # the trainer's own checks
 
 
 def _toy_rl(config) -> None:
@@ -369,12 +370,14 @@ def check_search_retriever(config, split: str | None) -> None:
     one_of(config, "retriever.kind", job_setup.RETRIEVER_KINDS)
     if not r.index_dir:
         raise ConfigError("config.retriever.index_dir is empty; the in-process retriever needs it")
+    retriever = job_setup.RetrieverSettings.from_section(r)
+    data = job_setup.QAData.from_section(config.data)
     corpus, state = (None, None)
     if r.corpus:
-        corpus, state = job_setup.closed_corpus_state(config, split)
+        corpus, state = job_setup.closed_corpus_state(retriever, data, split)
         if state == "user":
             check_corpus_file(str(corpus), "retriever.corpus")
-    index_state, notes = job_setup.index_state(config, corpus if state == "user" else None)
+    index_state, notes = job_setup.index_state(retriever, corpus if state == "user" else None)
     if index_state == "mismatch":
         raise StaleArtefactError(
             f"config.retriever.index_dir={r.index_dir!r} does not match the config "
@@ -382,7 +385,7 @@ def check_search_retriever(config, split: str | None) -> None:
             "or give another index_dir"
         )
     if state == "stale" or (index_state == "build" and state == "write"):  # will be written
-        sources = job_setup.corpus_sources(config.data, split)
+        sources = job_setup.corpus_sources(data, split)
         if not any(q.paragraphs for q in sources):
             names = ", ".join(q.path.name for q in sources)
             raise DataError(
@@ -396,7 +399,8 @@ def check_search_retriever(config, split: str | None) -> None:
 def check_memsearcher_inputs(config, split: str) -> None:
     from memjax.agents.memsearcher import job_setup
 
-    job_setup.load_qa_sets(config.data, split)  # files, layouts, no empty set, the split rule
+    data = job_setup.QAData.from_section(config.data)
+    job_setup.load_qa_sets(data, split)  # files, layouts, no empty set, the split rule
     check_search_retriever(config, split)
 
 

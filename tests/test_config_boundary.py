@@ -41,6 +41,22 @@ READERS = {
     "agents/memory_r1/run_settings.py:prompt_templates": "dict[str, PromptTemplate]",
     "experiments/sources.py:synthetic_config": "SyntheticSplitConfig",
     "experiments/demo.py:DemoSettings.from_config": "DemoSettings",
+    "agents/memsearcher/qa_sets.py:QAData.from_section": "QAData",
+    "agents/memsearcher/job_setup.py:RetrieverSettings.from_section": "RetrieverSettings",
+    "agents/memsearcher/job_setup.py:PolicyModel.from_section": "PolicyModel",
+    "agents/memsearcher/settings.py:prompt_templates": "dict[str, PromptTemplate]",
+    "agents/memsearcher/settings.py:settings_from_config": "MemSearcherSettings",
+    "agents/memsearcher/settings.py:EpisodeSettings.from_config": "EpisodeSettings",
+    "agents/memsearcher/agent_factory.py:eval_batch_sizes": "dict[str, int]",
+    "agents/memsearcher/run_settings.py:SearchSetup.from_config": "SearchSetup",
+    "agents/memsearcher/run_settings.py:RolloutSettings.from_section": "RolloutSettings",
+    "agents/memsearcher/run_settings.py:TrainSettings.from_config": "TrainSettings",
+    "agents/memsearcher/run_settings.py:EvalSettings.from_config": "EvalSettings",
+    "agents/memsearcher/run_settings.py:MemSearcherTrainRun.from_config": "MemSearcherTrainRun",
+    "agents/memsearcher/run_settings.py:MemSearcherEvalRun.from_config": "MemSearcherEvalRun",
+    "sft/job.py:SFTData.from_section": "SFTData",
+    "sft/job.py:SFTModel.from_section": "SFTModel",
+    "sft/job.py:SFTJob.from_config": "SFTJob",
 }
 
 

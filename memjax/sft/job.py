@@ -19,6 +19,9 @@ import dataclasses
 import hashlib
 import json
 import re
+from collections.abc import Callable
+
+from ml_collections import ConfigDict
 
 from memjax import workdir as workdir_lib
 from memjax.errors import ConfigError
@@ -26,6 +29,89 @@ from memjax.memory.atomic import atomic_write_text
 from memjax.sft.rows import trajectory_rows
 from memjax.sft.run_config import SFTRunConfig
 from memjax.sft.trajectories import read_trajectories
+
+
+@dataclasses.dataclass(frozen=True)
+class SFTData:
+    """`config.data`: the trajectories, the held-out choice and the oversampling. Ranges are
+    checked where the values are used (`split_trajectories`, `oversample`)."""
+
+    train: str  # trajectory jsonl
+    eval: str = ""  # held-out trajectories; "" holds out `eval_fraction` of train by id hash
+    eval_fraction: float = 0.0
+    roles: str = ""  # "" = all
+    max_per_role: int = 0  # 0 = all
+    oversample: str = ""  # regex over trained text; "" = none
+    oversample_times: int = 1
+    # The resume key's fields as the config holds them (an absent one is ""): a workdir
+    # resumes only on the same data, and its saved key must keep matching (see data_spec).
+    identity: tuple[tuple[str, object], ...] = ()
+
+    @classmethod
+    def from_section(cls, data: ConfigDict) -> SFTData:
+        keys = ("roles", "max_per_role", "eval", "eval_fraction")
+        identity = [(f"data.{k}", data.get(k, "")) for k in keys]
+        if data.get("oversample", ""):
+            identity += [(f"data.{k}", data.get(k)) for k in ("oversample", "oversample_times")]
+        return cls(
+            train=str(data.train),
+            eval=str(data.get("eval", "") or ""),
+            eval_fraction=float(data.get("eval_fraction", 0.0)),
+            roles=str(data.get("roles", "") or ""),
+            max_per_role=int(data.get("max_per_role", 0) or 0),
+            oversample=str(data.get("oversample", "") or ""),
+            oversample_times=int(data.get("oversample_times", 1)),
+            identity=tuple(identity),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class SFTModel:
+    """`config.model`: the weights SFT starts from and their numerics."""
+
+    source: str
+    param_dtype: str
+    remat: str
+    compute_dtype: str | None = None
+
+    @classmethod
+    def from_section(cls, model: ConfigDict) -> SFTModel:
+        compute = str(model.compute_dtype) if model.get("compute_dtype") else None
+        return cls(str(model.source), str(model.param_dtype), str(model.remat), compute)
+
+
+@dataclasses.dataclass(frozen=True)
+class SFTJob:
+    """The sft.train job's settings, read once from its config."""
+
+    run: SFTRunConfig
+    data: SFTData
+    model: SFTModel
+    export: bool = True  # write workdir/policy
+    # `config.task_eval` as given (the agents' job, memjax.agents.sft_job, runs it).
+    task_eval_kind: str = "none"
+    task_eval_config: str = ""  # the agent's recipe config file
+    task_eval_max_examples: int = 0
+
+    @classmethod
+    def from_config(cls, config: ConfigDict) -> SFTJob:
+        rc = SFTRunConfig.from_section(config.sft, "config.sft")  # fails before anything loads
+        task_eval = config.get("task_eval")
+        if task_eval is None:
+            task_eval = {"kind": "none"}
+        return cls(
+            run=rc,
+            data=SFTData.from_section(config.data),
+            model=SFTModel.from_section(config.model),
+            export=bool(config.get("export", True)),
+            task_eval_kind=str(task_eval["kind"]),
+            task_eval_config=str(task_eval.get("config", "")),
+            task_eval_max_examples=int(task_eval.get("max_examples", 0) or 0),
+        )
+
+
+# The agent's own evaluation for the loaded model (called at every eval step), or None.
+TaskEvaluation = Callable[[SFTJob, object], object]
 
 
 def held_out(trajectory_id: str, fraction: float) -> bool:
@@ -76,35 +162,31 @@ def oversample(trajectories, pattern: str, times: int) -> tuple[list, int]:
     return out, matched
 
 
-def oversampled(train, config_data) -> tuple[list, int]:
-    """The training trajectories with `config_data.oversample`'s matches repeated
-    `oversample_times` times (the held-out ones never are: their NLL stays an estimate over the
-    data as written); returns (trajectories, contexts that matched)."""
-    pattern = str(config_data.get("oversample", "") or "")
-    return oversample(train, pattern, int(config_data.get("oversample_times", 1)))
+def oversampled(train, data: SFTData) -> tuple[list, int]:
+    """The training trajectories with `data.oversample`'s matches repeated `oversample_times`
+    times (the held-out ones never are: their NLL stays an estimate over the data as written);
+    returns (trajectories, contexts that matched)."""
+    return oversample(train, data.oversample, data.oversample_times)
 
 
-def split_trajectories(config_data) -> tuple[list, list, str]:
+def split_trajectories(data: SFTData) -> tuple[list, list, str]:
     """(train, eval, how the eval set was chosen), restricted to `roles` / `max_per_role`."""
-    roles = str(config_data.get("roles", "") or "")
-    per_role = int(config_data.get("max_per_role", 0) or 0)
-    train = select_roles(read_trajectories(config_data.train), roles, per_role)
-    eval_path = str(config_data.get("eval", "") or "")
-    if eval_path:
-        held = select_roles(read_trajectories(eval_path), roles, per_role)
-        return train, held, f"file {eval_path}"
-    fraction = float(config_data.get("eval_fraction", 0.0))
+    roles, per_role = data.roles, data.max_per_role
+    train = select_roles(read_trajectories(data.train), roles, per_role)
+    if data.eval:
+        held = select_roles(read_trajectories(data.eval), roles, per_role)
+        return train, held, f"file {data.eval}"
+    fraction = data.eval_fraction
     if not 0.0 <= fraction < 1.0:
         raise ConfigError(f"config.data.eval_fraction={fraction}: must be in [0, 1)")
     kept = [t for t in train if not held_out(t.id, fraction)]
     return kept, [t for t in train if held_out(t.id, fraction)], f"{fraction:.0%} by id hash"
 
 
-def no_task_evaluation(config, model):
+def no_task_evaluation(job: SFTJob, model):
     """SFT alone evaluates the held-out trajectories' loss; an agent's own evaluation
     (`config.task_eval.kind`) comes with the agents' job, `memjax.agents.sft_job`."""
-    section = config.get("task_eval")
-    kind = str(section.kind) if section is not None else "none"
+    kind = job.task_eval_kind
     if kind != "none":
         raise ConfigError(
             f"config.task_eval.kind={kind!r}: an agent's evaluation needs the sft.train job "
@@ -113,22 +195,16 @@ def no_task_evaluation(config, model):
     return None
 
 
-def data_spec(config_data) -> dict:
+def data_spec(data: SFTData) -> dict:
     """The training data's identity: resuming a workdir on other trajectories is refused."""
     from memjax.fingerprint import file_identity
 
-    spec = {"data.train.sha256": file_identity(config_data.train)["sha256"]}
-    for key in ("roles", "max_per_role", "eval", "eval_fraction"):
-        spec[f"data.{key}"] = config_data.get(key, "")
-    if config_data.get("oversample", ""):
-        for key in ("oversample", "oversample_times"):
-            spec[f"data.{key}"] = config_data.get(key)
-    return spec
+    return {"data.train.sha256": file_identity(data.train)["sha256"], **dict(data.identity)}
 
 
-def train_job(config, workdir, task_evaluation=no_task_evaluation) -> dict:
-    """Trains on `config.data`'s trajectories; `task_evaluation(config, model)` gives the
-    agent's own evaluation run at every eval step (or None)."""
+def train_job(job: SFTJob, workdir, task_evaluation: TaskEvaluation = no_task_evaluation) -> dict:
+    """Trains on `job.data`'s trajectories; `task_evaluation(job, model)` gives the agent's
+    own evaluation run at every eval step (or None)."""
     from memjax.checkpoints import load_model
     from memjax.checkpoints.decoder_io import export_hf_decoder
     from memjax.sft.task import SFTTask
@@ -137,12 +213,12 @@ def train_job(config, workdir, task_evaluation=no_task_evaluation) -> dict:
 
     if not workdir:
         raise ConfigError("--workdir: required for sft.train (checkpoints, curves, weights)")
-    rc = SFTRunConfig.from_section(config.sft, "config.sft")  # fails before anything loads
-    train, held, how = split_trajectories(config.data)
-    train, oversampled_contexts = oversampled(train, config.data)
-    m = config.model
-    dtypes = {"compute_dtype": str(m.compute_dtype)} if m.get("compute_dtype") else {}
-    model = load_model(str(m.source), param_dtype=str(m.param_dtype), remat=str(m.remat), **dtypes)
+    rc = job.run
+    train, held, how = split_trajectories(job.data)
+    train, oversampled_contexts = oversampled(train, job.data)
+    m = job.model
+    dtypes = {"compute_dtype": m.compute_dtype} if m.compute_dtype else {}
+    model = load_model(m.source, param_dtype=m.param_dtype, remat=m.remat, **dtypes)
     max_len = rc.batching.max_seq_len
     train_rows, train_counts = trajectory_rows(model.tokenizer, train, max_len)
     eval_rows, eval_counts = trajectory_rows(model.tokenizer, held, max_len)
@@ -159,12 +235,12 @@ def train_job(config, workdir, task_evaluation=no_task_evaluation) -> dict:
         train_rows=train_rows,
         eval_rows=eval_rows,
         pad_id=model.tokenizer.pad_id,
-        task_eval=task_evaluation(config, model),
-        data_spec=data_spec(config.data),
+        task_eval=task_evaluation(job, model),
+        data_spec=data_spec(job.data),
     )
     result = run_loop(task, rc.loop, workdir)
     workdir = workdir_lib.path(workdir)  # a local folder or gs://
-    if bool(config.get("export", True)):
+    if job.export:
         export_hf_decoder(
             task.exported_params(result["params"]),
             model.cfg,
@@ -188,4 +264,13 @@ def train_job(config, workdir, task_evaluation=no_task_evaluation) -> dict:
     return result
 
 
-__all__ = ["train_job", "split_trajectories", "held_out", "oversample", "oversampled"]
+__all__ = [
+    "SFTData",
+    "SFTJob",
+    "SFTModel",
+    "train_job",
+    "split_trajectories",
+    "held_out",
+    "oversample",
+    "oversampled",
+]

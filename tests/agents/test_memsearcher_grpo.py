@@ -13,12 +13,18 @@ import numpy as np
 import pytest
 from ml_collections import ConfigDict
 
+from memjax.agents.memsearcher.run_settings import (
+    MemSearcherTrainRun,
+    RolloutSettings,
+    TrainSettings,
+)
 from memjax.agents.memsearcher.train_job import train_memsearcher, trainer_config
 from memjax.agents.retrieval import ScriptedRetriever, passage
 from memjax.agents.sampler_adapter import EOS
 from memjax.agents.transcript import chat_format
 from memjax.recipes.memsearcher import memsearcher_config
 from memjax.rl.rollout import Completion
+from memjax.rl.run_config import AdvantageConfig
 from tests.agents.conftest import tiny_decoder
 from tests.agents.scripted import boxed, memory, tool_call
 
@@ -77,11 +83,13 @@ def smoke_config():
 
 
 def test_trainer_config_carries_the_papers_settings():
-    c = trainer_config(memsearcher_config(model_source="m"), num_train_examples=1000)
+    config = memsearcher_config(model_source="m")
+    train, rollout = TrainSettings.from_config(config), RolloutSettings.from_section(config.rollout)
+    c = trainer_config(train, rollout, num_train_examples=1000)
     assert c.algo == "grpo" and c.group_size == 5 and c.prompts_per_step == 256
-    assert c.mini_batches == 2 and c.epochs == 1 and c.num_steps == 1000 // 256
+    assert c.mini_batches == 2 and c.epochs == 1 and c.loop.num_steps == 1000 // 256
     assert c.seq_len == 695 + 6024
-    assert c.advantage.to_dict() == {"scaling": "group", "ddof": 1, "epsilon": 1e-6}
+    assert c.advantage == AdvantageConfig(scaling="group", ddof=1, epsilon=1e-6)
     loss = c.loss
     assert (loss.kl_coef, loss.kl_kind, loss.entropy_coef) == (0.001, "k3", 0.001)
     assert (loss.agg_mode, loss.eps_low, loss.eps_high, loss.dual_clip) == (
@@ -100,7 +108,7 @@ def test_multi_context_grpo_step_on_a_tiny_model(smollm2_tokenizer, tmp_path):
     retriever = ScriptedRetriever(default=PASSAGES)
     generate = plan_generate(tokenizer)
     result = train_memsearcher(
-        smoke_config(),
+        MemSearcherTrainRun.from_config(smoke_config()),
         tmp_path,
         params=params,
         cfg=cfg,

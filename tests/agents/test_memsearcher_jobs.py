@@ -23,6 +23,8 @@ from memjax.agents.memsearcher.eval_job import (
     write_outputs,
 )
 from memjax.agents.memsearcher.react import SYSTEM_PROMPT as REACT_PROMPT
+from memjax.agents.memsearcher.run_settings import MemSearcherEvalRun
+from memjax.agents.memsearcher.settings import EpisodeSettings
 from memjax.agents.rag import SYSTEM_PROMPT as RAG_PROMPT
 from memjax.agents.transcript import chat_format
 from memjax.data.corpus import read_corpus
@@ -62,6 +64,15 @@ def hotpot_row(qid, question, answer, titles):
         "supporting_facts": {"title": [titles[0]], "sent_id": [0]},
         "context": {"title": titles, "sentences": [PARAGRAPHS[t] for t in titles]},
     }
+
+
+def _data(config):
+    return job_setup.QAData.from_section(config.data)
+
+
+def _search(config):
+    """The retriever's settings and the QA files a closed corpus pools, as the jobs read them."""
+    return job_setup.RetrieverSettings.from_section(config.retriever), _data(config)
 
 
 @pytest.fixture(scope="module")
@@ -118,13 +129,13 @@ def test_a_lone_surrogate_search_query_leaves_the_episode_batch_running(config, 
             output = ModelOutput(output.text.replace('"}}', ' \\ud83d"}}'), output.eos)
         return output
 
-    retriever = job_setup.make_retriever(config)
-    sets = job_setup.load_qa_sets(config.data, "eval")
+    retriever = job_setup.make_retriever(*_search(config))
+    sets = job_setup.load_qa_sets(_data(config), "eval")
     count = lambda s: len(smollm2_tokenizer.encode(s))
     run = evaluate(
         ["memsearcher"],
         sets,
-        config,
+        EpisodeSettings.from_config(config),
         lock_step(per_call(policy)),
         retriever,
         count,
@@ -141,9 +152,9 @@ def test_eval_over_closed_corpus_in_process_and_http_agree(config, smollm2_token
 
     from memjax.memory.server import RetrievalService, make_server
 
-    sets = job_setup.load_qa_sets(config.data, "eval")
+    sets = job_setup.load_qa_sets(_data(config), "eval")
     assert [e.question for e in sets["hotpotqa"]] == list(GOLD)  # `?` appended
-    local = job_setup.make_retriever(config)  # writes the corpus, builds the index
+    local = job_setup.make_retriever(*_search(config))  # writes the corpus, builds the index
     corpus = read_corpus(config.retriever.corpus)
     assert len(corpus) == len(PARAGRAPHS)  # paragraphs shared by questions are pooled once
     srv = make_server(RetrievalService(local), "127.0.0.1", 0, max_body_bytes=1 << 16)
@@ -153,12 +164,20 @@ def test_eval_over_closed_corpus_in_process_and_http_agree(config, smollm2_token
         host, port = srv.server_address[:2]
         config.retriever.kind = "http"
         config.retriever.url = f"http://{host}:{port}"
-        remote = job_setup.make_retriever(config)
+        remote = job_setup.make_retriever(*_search(config))
         count = lambda s: len(smollm2_tokenizer.encode(s))
         agents = ["memsearcher", "search_r1", "react", "rag"]
+        episodes = EpisodeSettings.from_config(config)
         runs = [
             evaluate(
-                agents, sets, config, lock_step(per_call(scripted)), r, count, jax.random.key(0), 1
+                agents,
+                sets,
+                episodes,
+                lock_step(per_call(scripted)),
+                r,
+                count,
+                jax.random.key(0),
+                1,
             )
             for r in (local, remote)
         ]
@@ -180,7 +199,7 @@ def test_eval_over_closed_corpus_in_process_and_http_agree(config, smollm2_token
     react = by_agent["react"][0]["turn_tokens"]
     assert react[1] > react[0]
 
-    split = job_setup.qa_split_summary(config.data, "eval")
+    split = job_setup.qa_split_summary(_data(config), "eval")
     paths = write_outputs(runs[0], smollm2_tokenizer, tmp_path, split)
     scores = json.loads(paths["scores_json"].read_text())
     assert scores["split"] == {"name": "eval", "sizes": {"train": 2, "eval": 2}, "how": split.how}
@@ -214,7 +233,8 @@ def test_sft_task_eval_scores_the_agent_in_its_batches(config, smollm2_tokenizer
 
     monkeypatch.setattr(sampler_adapter, "SamplerPolicy", ScriptedSampler)
     monkeypatch.setitem(config.eval, "agent_batch_sizes", "memsearcher=1,react=2")
-    evaluate_params = search_agent_eval(config, smollm2_tokenizer, cfg=None, max_examples=2)
+    run = MemSearcherEvalRun.from_config(config)
+    evaluate_params = search_agent_eval(run, smollm2_tokenizer, cfg=None, max_examples=2)
     scores = evaluate_params(None)
     assert scores == {
         "task_reward": 1.0,

@@ -11,7 +11,7 @@ from memjax.agents.memory_r1.answer_env import AnswerEnvironment, AnswerExample,
 from memjax.agents.memory_r1.run_settings import MemoryR1Run, prompt_templates
 from memjax.agents.memsearcher import MemSearcherEpisode
 from memjax.agents.memsearcher.agent_factory import episode_factory
-from memjax.agents.memsearcher.settings import settings_from_config
+from memjax.agents.memsearcher.settings import EpisodeSettings, settings_from_config
 from memjax.agents.retrieval import ScriptedRetriever, passage
 from memjax.errors import ConfigError
 from memjax.eval.judge import JUDGE_TEMPLATE, render_judge_prompt
@@ -96,14 +96,18 @@ def test_memsearcher_templates_change_the_prompts_and_nothing_else(tmp_path):
 
 def test_search_r1_instruction_template_changes_only_the_prompt(tmp_path):
     config = runpy.run_path(str(CONFIGS / "memsearcher_cpu.py"))["get_config"]()
-    default = episode_factory("search_r1", config, word_count, True)(QUESTION)
+    default = episode_factory("search_r1", EpisodeSettings.from_config(config), word_count, True)(
+        QUESTION
+    )
     # The authors' instruction has two <answer> examples; scoring is not fooled by them.
     config.prompts.search_r1_instruction = write(
         tmp_path,
         "i.txt",
         "Use <answer> and </answer>, e.g. <answer> Beijing </answer>. {{question}}",
     )
-    custom = episode_factory("search_r1", config, word_count, True)(QUESTION)
+    custom = episode_factory("search_r1", EpisodeSettings.from_config(config), word_count, True)(
+        QUESTION
+    )
     assert custom.current_call().messages[0]["content"].endswith(QUESTION)
     assert default.current_call().messages != custom.current_call().messages
     results = []

@@ -83,8 +83,8 @@ def test_held_out_ids_depend_only_on_ids_and_seed():
 
 def test_memsearcher_cpu_config_trains_and_evaluates_on_disjoint_questions(shared_data, tmp_path):
     config = runpy.run_path(str(CPU_CONFIG))["get_config"]()
-    data = config.data
-    data.max_examples = 0
+    config.data.max_examples = 0
+    data = ms.QAData.from_section(config.data)
     train = ms.load_qa_sets(data, "train")["hotpotqa"]
     held_out = ms.load_qa_sets(data, "eval")["hotpotqa"]
     assert (len(train), len(held_out)) == (400, 100)
@@ -96,7 +96,8 @@ def test_memsearcher_cpu_config_trains_and_evaluates_on_disjoint_questions(share
     assert "cut by question id, 0.2 to eval (seed 0)" in summary.line()
     # The retrieval corpus pools the paragraphs of all 500 questions (both parts).
     config.retriever.corpus = str(tmp_path / "corpus.jsonl")
-    written = read_corpus(ms.ensure_closed_corpus(config))
+    retriever = ms.RetrieverSettings.from_section(config.retriever)
+    written = read_corpus(ms.ensure_closed_corpus(retriever, data))
     every = load_hotpotqa(shared_data / "hotpotqa_dev_distractor_500.jsonl")
     assert len(written) == len(build_corpus(hotpot_paragraphs(every)))
     assert len({d.title for d in written}) == 4948

@@ -41,6 +41,13 @@ def test_stale_index_names_what_changed(tmp_path):
     assert stale_index(tmp_path / "nothing", corpus, ENCODER, "exact") == []
 
 
+def _settings(config):
+    return (
+        job_setup.RetrieverSettings.from_section(config.retriever),
+        job_setup.QAData.from_section(config.data),
+    )
+
+
 def test_memsearcher_rebuilds_an_index_of_another_corpus(tmp_path, monkeypatch, capsys):
     from memjax.memory import embedder
 
@@ -57,12 +64,12 @@ def test_memsearcher_rebuilds_an_index_of_another_corpus(tmp_path, monkeypatch, 
             "data": {"format": "flashrag"},
         }
     )
-    job_setup.ensure_index(config)
+    job_setup.ensure_index(*_settings(config))
     assert read_index_meta(tmp_path / "index")["documents"] == 2
-    job_setup.ensure_index(config)
+    job_setup.ensure_index(*_settings(config))
     assert "rebuilding" not in capsys.readouterr().out
     _corpus(corpus, ["word1", "word2", "word3"])
-    job_setup.ensure_index(config)
+    job_setup.ensure_index(*_settings(config))
     assert "was built from other inputs (corpus.sha256: " in capsys.readouterr().out
     assert read_index_meta(tmp_path / "index")["documents"] == 3
 

@@ -140,7 +140,7 @@ def test_bad_trajectory_lines_name_file_line_and_field(tmp_path):
 
 
 def test_oversampling_repeats_matching_training_contexts_never_held_out_ones(tmp_path):
-    from memjax.sft.job import held_out, oversampled, split_trajectories
+    from memjax.sft.job import SFTData, held_out, oversampled, split_trajectories
 
     def manager_call(i, event):
         return [
@@ -158,8 +158,8 @@ def test_oversampling_repeats_matching_training_contexts_never_held_out_ones(tmp
     data = ConfigDict({"train": str(path), "eval": "", "eval_fraction": 0.25, "roles": "",
                        "max_per_role": 0, "oversample": '"event": "(DELETE|UPDATE)"',
                        "oversample_times": 3})  # fmt: skip
-    train, held, _ = split_trajectories(data)
-    train, matched = oversampled(train, data)
+    train, held, _ = split_trajectories(SFTData.from_section(data))
+    train, matched = oversampled(train, SFTData.from_section(data))
     n_train = sum(not held_out(f"m{t}", 0.25) for t in range(40))
     assert 0 < n_train < 40 and len(train) == n_train and len(held) == 40 - n_train
     # The pattern is searched in trained text only (the prompt's example does not count).
@@ -168,9 +168,11 @@ def test_oversampling_repeats_matching_training_contexts_never_held_out_ones(tmp
     assert matched == 2 * n_train
 
     with pytest.raises(ConfigError, match="oversample='\\('"):
-        oversampled(train, ConfigDict({**data.to_dict(), "oversample": "("}))
+        oversampled(train, SFTData.from_section(ConfigDict({**data.to_dict(), "oversample": "("})))
     with pytest.raises(ConfigError, match="oversample_times=0"):
-        oversampled(train, ConfigDict({**data.to_dict(), "oversample_times": 0}))
+        oversampled(
+            train, SFTData.from_section(ConfigDict({**data.to_dict(), "oversample_times": 0}))
+        )
 
 
 def _random_rows(n: int, seed: int = 0, lengths=None) -> list[Row]:
@@ -341,7 +343,7 @@ def test_sft_job_end_to_end_exports_a_loadable_policy(tmp_path, tokenizer):
     checkpoints, summary, and the exported policy loads back as a model source."""
     from memjax.checkpoints import load_model
     from memjax.checkpoints.decoder_io import export_hf_decoder
-    from memjax.sft.job import train_job
+    from memjax.sft.job import SFTJob, train_job
 
     cfg = DecoderConfig(
         "llama",
@@ -389,7 +391,7 @@ def test_sft_job_end_to_end_exports_a_loadable_policy(tmp_path, tokenizer):
             "optimizer": {"learning_rate": 1e-3},
         }
     )
-    result = train_job(config, str(tmp_path / "run"))
+    result = train_job(SFTJob.from_config(config), str(tmp_path / "run"))
     summary = json.loads((tmp_path / "run" / "sft_summary.json").read_text())
     assert summary["train"]["trajectories"] + summary["eval"]["trajectories"] == 12
     assert summary["eval"]["trajectories"] >= 1 and summary["train"]["rows"] >= 4

@@ -110,9 +110,12 @@ def _setup(args):
     root = Path(__file__).resolve().parents[2]
     config = runpy.run_path(str(root / "configs" / "memsearcher_cpu.py"))["get_config"]()
     config.data.max_examples = args.questions
-    sets = job_setup.load_qa_sets(config.data, "eval")
+    data = job_setup.QAData.from_section(config.data)
+    sets = job_setup.load_qa_sets(data, "eval")
     questions = [e.question for e in next(iter(sets.values()))][: args.questions]
-    retriever = job_setup.make_retriever(config, "eval")
+    retriever = job_setup.make_retriever(
+        job_setup.RetrieverSettings.from_section(config.retriever), data, "eval"
+    )
     return load_model("packaged:smollm2"), retriever, questions
 
 

@@ -1,5 +1,6 @@
-"""Episodes of MemSearcher and of its baselines, built from one config so that all agents share
-the retriever settings (top-n) and the turn limit, and differ only in how they keep context.
+"""Episodes of MemSearcher and of its baselines, built from one config's settings
+(`EpisodeSettings`) so that all agents share the retriever settings (top-n) and the turn limit,
+and differ only in how they keep context.
 
 Search-R1 runs with its own settings from the config's `search_r1` section (3 passages per
 search, 4 search rounds, observations cut at 500 tokens), ReAct uses MemSearcher's tool and
@@ -15,10 +16,10 @@ from ml_collections import ConfigDict
 from memjax.agents.episode import Episode
 from memjax.agents.memsearcher.episode import MemSearcherEpisode
 from memjax.agents.memsearcher.react import ReActEpisode, ReActSettings
-from memjax.agents.memsearcher.settings import prompt_templates, settings_from_config
+from memjax.agents.memsearcher.settings import EpisodeSettings
 from memjax.agents.rag import RagSettings, make_rag_episodes
 from memjax.agents.retrieval import Retriever
-from memjax.agents.search_r1 import SearchR1Episode, search_r1_settings
+from memjax.agents.search_r1 import SearchR1Episode
 from memjax.errors import ConfigError
 
 AGENTS = ("memsearcher", "search_r1", "react", "rag")
@@ -62,15 +63,19 @@ def eval_batch_sizes(eval_section: ConfigDict) -> dict[str, int]:
 
 
 def episode_factory(
-    agent: str, config: ConfigDict, count_tokens: Callable[[str], int], evaluation: bool
+    agent: str,
+    episodes: EpisodeSettings,
+    count_tokens: Callable[[str], int],
+    evaluation: bool,
 ) -> Callable[[str], Episode]:
     """question -> a fresh episode of a multi-turn agent."""
-    settings = settings_from_config(config, evaluation=evaluation)
+    settings = episodes.memsearcher(evaluation)
     if agent == "memsearcher":
         return lambda q: MemSearcherEpisode(q, count_tokens, settings)
     if agent == "search_r1":
-        instruction = prompt_templates(config)["search_r1_instruction"]
-        sr1 = search_r1_settings(config.search_r1, instruction)
+        sr1 = episodes.search_r1
+        if sr1 is None:
+            raise ConfigError("config.search_r1: missing; the search_r1 agent runs with it")
         return lambda q: SearchR1Episode(q, sr1, count_tokens)
     if agent == "react":
         react = ReActSettings(max_turns=settings.max_turns, search=settings.search)
@@ -81,13 +86,12 @@ def episode_factory(
 def make_episodes(
     agent: str,
     questions: Sequence[str],
-    config: ConfigDict,
+    episodes: EpisodeSettings,
     retriever: Retriever,
     count_tokens: Callable[[str], int],
     evaluation: bool = True,
 ) -> list[Episode]:
     if agent == "rag":
-        k = int(config.retriever.default_top_n)
-        return make_rag_episodes(questions, retriever, RagSettings(top_k=k))
-    factory = episode_factory(agent, config, count_tokens, evaluation)
+        return make_rag_episodes(questions, retriever, RagSettings(top_k=episodes.rag_top_k))
+    factory = episode_factory(agent, episodes, count_tokens, evaluation)
     return [factory(q) for q in questions]

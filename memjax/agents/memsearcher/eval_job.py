@@ -28,7 +28,9 @@ from ml_collections import ConfigDict
 from memjax.agents import search_agent_report
 from memjax.agents.episode import Episode, ModelCall, ModelOutput, advance
 from memjax.agents.memsearcher import job_setup
-from memjax.agents.memsearcher.agent_factory import eval_batch_sizes, make_episodes, parse_agents
+from memjax.agents.memsearcher.agent_factory import make_episodes
+from memjax.agents.memsearcher.run_settings import EvalSettings, MemSearcherEvalRun
+from memjax.agents.memsearcher.settings import EpisodeSettings
 from memjax.agents.retrieval import Retriever
 from memjax.agents.search_agent_report import EvaluatedEpisode
 from memjax.agents.transcript import chat_format, turn_token_counts
@@ -71,7 +73,7 @@ def lock_step(policy: BatchPolicy) -> Drive:
 def evaluate(
     agents: Sequence[str],
     sets: dict[str, list[QAExample]],
-    config: ConfigDict,
+    settings: EpisodeSettings,
     run: Drive,
     retriever: Retriever,
     count_tokens: Callable[[str], int],
@@ -96,7 +98,7 @@ def evaluate(
     for j, (agent, name, chunk) in enumerate(jobs):
         t0 = time.perf_counter()
         questions = [e.question for e in chunk]
-        episodes = make_episodes(agent, questions, config, retriever, count_tokens)
+        episodes = make_episodes(agent, questions, settings, retriever, count_tokens)
         run(episodes, retriever, jax.random.fold_in(rng, j))
         for example, episode in zip(chunk, episodes):
             result = episode.result(example.golden_answers)
@@ -147,24 +149,24 @@ def write_outputs(
     return paths
 
 
-def _remote_policy(config: ConfigDict, source: str, sampling):
-    """Every agent call sent to `source` (openai:MODEL@URL) at the eval sampling's temperature;
-    the tokenizer (token counts, tables) is config.model's, loaded without its weights."""
+def _remote_policy(settings: EvalSettings, model_source: str):
+    """Every agent call sent to `settings.policy_source` (openai:MODEL@URL) at the eval
+    sampling's temperature; the tokenizer (token counts, tables) is config.model's, loaded
+    without its weights."""
     from memjax.agents.remote_calls import remote_call_policy
     from memjax.checkpoints import packaged, trained_policy_dir
     from memjax.checkpoints.tokenizer import load_tokenizer
     from memjax.remote import openai_source
 
-    remote = openai_source.shared_model(
-        source, openai_source.settings_from_config(config.get("openai"))
-    )
+    remote = openai_source.shared_model(settings.policy_source, settings.openai)
+    sampling = settings.sampling
     temperature = 0.0 if sampling.greedy else sampling.temperature
     policy = remote_call_policy(remote, sampling.max_new_tokens, temperature, sampling.top_p)
-    tokenizer = load_tokenizer(trained_policy_dir(packaged.resolve(str(config.model.source))))
+    tokenizer = load_tokenizer(trained_policy_dir(packaged.resolve(str(model_source))))
     return policy, tokenizer
 
 
-def _local_drivers(config: ConfigDict, model, sampling, agents, batch_sizes):
+def _local_drivers(settings: EvalSettings, model):
     """Per agent: how its episodes are driven over the in-process model, and how many
     questions go to the driver at once. With `eval.engine` every agent's questions of a data
     set go to one continuous-batching engine (`eval.engine_slots` slots, default the agent's
@@ -173,13 +175,14 @@ def _local_drivers(config: ConfigDict, model, sampling, agents, batch_sizes):
     from memjax.agents.sampler_adapter import SamplerPolicy
     from memjax.engine import Engine
 
-    budget = int(config.eval.max_context_tokens) - sampling.max_new_tokens
-    if not config.eval.get("engine", False):
+    agents, batch_sizes, sampling = settings.agents, settings.batch_sizes, settings.sampling
+    budget = settings.max_context_tokens - sampling.max_new_tokens
+    if not settings.engine:
         policy = SamplerPolicy(
             model.params, model.cfg, model.tokenizer, sampling, max_prompt_tokens=budget
         )
         return {a: (lock_step(policy), batch_sizes[a]) for a in agents}, policy
-    slots = int(config.eval.get("engine_slots", 0) or 0)
+    slots = settings.engine_slots
     runners: dict[str, EngineRunner] = {}
 
     def driver(agent: str) -> Drive:
@@ -195,7 +198,7 @@ def _local_drivers(config: ConfigDict, model, sampling, agents, batch_sizes):
                     eos_ids=model.tokenizer.eos_ids,
                     tokenizer=model.tokenizer,
                     slots=slots or batch_sizes[agent],
-                    max_len=int(config.eval.max_context_tokens),
+                    max_len=settings.max_context_tokens,
                 )
                 runners[agent] = EngineRunner(
                     engine, model.tokenizer, sampling, max_prompt_tokens=budget
@@ -219,43 +222,38 @@ class _Overflows:
 
 def eval_job(config: ConfigDict, workdir: str | None) -> dict:
     """Evaluates `config.eval.agents` on `config.data.eval`; prints both tables."""
-    from memjax.agents.sampler_adapter import sampling_params
-
     if not workdir:
         raise ConfigError(
             "--workdir: memsearcher.eval needs a directory (tables, plot, predictions)"
         )
-    agents = parse_agents(config.eval.agents)
-    source = str(config.eval.get("policy_source", "") or "")
-    if source and not source.startswith("openai:"):
-        raise ConfigError(f"config.eval.policy_source={source!r}: expected openai:MODEL@URL or ''")
-    batch_sizes = eval_batch_sizes(config.eval)
-    sets = job_setup.load_qa_sets(config.data, "eval")
-    split = job_setup.qa_split_summary(config.data, "eval")
+    run = MemSearcherEvalRun.from_config(config)
+    settings, setup = run.eval, run.setup
+    agents, source = list(settings.agents), settings.policy_source
+    sets = job_setup.load_qa_sets(setup.data, "eval")
+    split = job_setup.qa_split_summary(setup.data, "eval")
     print(split.line(), flush=True)
     # The model first: a wrong model path fails in seconds, not after the corpus is embedded.
-    sampling = sampling_params(config.eval_sampling)
     if source:
-        policy, tokenizer = _remote_policy(config, source, sampling)
-        drivers = {a: (lock_step(policy), batch_sizes[a]) for a in agents}
+        policy, tokenizer = _remote_policy(settings, setup.model.source)
+        drivers = {a: (lock_step(policy), settings.batch_sizes[a]) for a in agents}
     else:
-        model = job_setup.load_policy_model(config)
+        model = job_setup.load_policy_model(setup.model)
         tokenizer = model.tokenizer
-        drivers, policy = _local_drivers(config, model, sampling, agents, batch_sizes)
-    retriever = job_setup.make_retriever(config, "eval")
+        drivers, policy = _local_drivers(settings, model)
+    retriever = job_setup.make_retriever(setup.retriever, setup.data, "eval")
     t0 = time.perf_counter()
     directory = Path(workdir) / "eval"
     episodes: list[EvaluatedEpisode] = []
     for a, agent in enumerate(agents):  # tables rewritten per agent: a stopped run keeps them
-        run, batch_size = drivers[agent]
+        drive_agent, batch_size = drivers[agent]
         episodes += evaluate(
             [agent],
             sets,
-            config,
-            run,
+            setup.episodes,
+            drive_agent,
             retriever,
             lambda text: len(tokenizer.encode(text)),
-            jax.random.fold_in(jax.random.key(int(config.seed)), a),
+            jax.random.fold_in(jax.random.key(setup.seed), a),
             batch_size,
             progress=True,
         )
@@ -268,8 +266,8 @@ def eval_job(config: ConfigDict, workdir: str | None) -> dict:
         "split": split.to_json(),
         "agents": agents,
         "overflowed_calls": getattr(policy, "overflows", 0),
-        "policy": source or str(config.model.source),
-        "driver": "engine" if config.eval.get("engine", False) and not source else "lock_step",
+        "policy": source or str(setup.model.source),
+        "driver": "engine" if settings.engine and not source else "lock_step",
         "wall_s": round(time.perf_counter() - t0, 1),
     }
     print(json.dumps(summary), flush=True)

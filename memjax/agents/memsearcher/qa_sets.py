@@ -17,6 +17,8 @@ anywhere.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
@@ -31,6 +33,43 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 SPLITS = ("train", "eval")
 
 
+@dataclasses.dataclass(frozen=True)
+class QAData:
+    """`config.data` as read. The file names stay as the user gave them: they are parsed,
+    resolved and checked where they are used (a job that needs no training file never fails on
+    one), so every error keeps its text and its turn."""
+
+    train: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    eval: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    train_files: str = ""  # "name=path,...": replaces `train` when set
+    eval_files: str = ""
+    format: str = "auto"
+    add_question_mark: bool = True
+    shared_file_eval_fraction: float = 0.0  # checked when a shared file is cut
+    split_seed: int = 0
+    max_examples: int = 0  # per set; 0: all
+
+    @classmethod
+    def from_section(cls, data: ConfigDict) -> QAData:
+        return cls(
+            train=dict(data.get("train", {}) or {}),
+            eval=dict(data.get("eval", {}) or {}),
+            train_files=str(data.get("train_files", "") or ""),
+            eval_files=str(data.get("eval_files", "") or ""),
+            format=str(data.get("format", "auto") or "auto"),
+            add_question_mark=bool(data.get("add_question_mark", True)),
+            shared_file_eval_fraction=float(data.get("shared_file_eval_fraction", 0.0) or 0.0),
+            split_seed=int(data.get("split_seed", 0)),
+            max_examples=int(data.get("max_examples", 0) or 0),
+        )
+
+    def section(self, split: str) -> Mapping[str, str]:
+        return self.train if split == "train" else self.eval
+
+    def files_spec(self, split: str) -> str:
+        return self.train_files if split == "train" else self.eval_files
+
+
 def resolve_path(path: str, field: str) -> Path:
     """`path` as given when it exists (or is absolute), else relative to the repository root;
     a missing file is one clear error naming the config field."""
@@ -43,11 +82,11 @@ def resolve_path(path: str, field: str) -> Path:
     raise DataError(f"config.{field}={path!r}: no such file ({tried})")
 
 
-def named_files(data: ConfigDict, split: str) -> dict[str, str]:
+def named_files(data: QAData, split: str) -> dict[str, str]:
     """name -> path as the config gives them: `data.<split>_files` when set, else the section."""
-    spec = str(data.get(f"{split}_files", "") or "").strip()
+    spec = data.files_spec(split).strip()
     if not spec:
-        return dict(data.get(split, {}) or {})
+        return dict(data.section(split))
     out = {}
     for part in spec.split(","):
         name, sep, path = part.partition("=")
@@ -61,15 +100,15 @@ def named_files(data: ConfigDict, split: str) -> dict[str, str]:
     return out
 
 
-def files(data: ConfigDict, split: str) -> dict[str, Path]:
-    field = f"data.{split}_files" if str(data.get(f"{split}_files", "") or "") else f"data.{split}"
+def files(data: QAData, split: str) -> dict[str, Path]:
+    field = f"data.{split}_files" if data.files_spec(split) else f"data.{split}"
     return {
         name: resolve_path(path, f"{field}.{name}")
         for name, path in named_files(data, split).items()
     }
 
 
-def _other_files(data: ConfigDict, split: str) -> set[Path]:
+def _other_files(data: QAData, split: str) -> set[Path]:
     """The other split's files that exist (an evaluation needs no training file)."""
     other = "train" if split == "eval" else "eval"
     found = set()
@@ -81,8 +120,8 @@ def _other_files(data: ConfigDict, split: str) -> set[Path]:
     return found
 
 
-def eval_fraction(data: ConfigDict) -> float:
-    fraction = float(data.get("shared_file_eval_fraction", 0.0) or 0.0)
+def eval_fraction(data: QAData) -> float:
+    fraction = data.shared_file_eval_fraction
     if not 0.0 <= fraction < 1.0:
         raise ConfigError(
             f"config.data.shared_file_eval_fraction={fraction:g}: the fraction of a shared file "
@@ -91,7 +130,7 @@ def eval_fraction(data: ConfigDict) -> float:
     return fraction
 
 
-def shared_files(data: ConfigDict, split: str) -> set[Path]:
+def shared_files(data: QAData, split: str) -> set[Path]:
     """Files of `split` also named by the other split: cut by question id when asked."""
     shared = set(files(data, split).values()) & _other_files(data, split)
     if shared and not eval_fraction(data):
@@ -110,25 +149,24 @@ def _read(path: Path, stamp: tuple, name: str, add_mark: bool, expect: str) -> Q
     return load_qa_file(path, name, add_mark, expect)
 
 
-def read_qa_file(data: ConfigDict, name: str, path: Path) -> QAFile:
-    expect = str(data.get("format", "auto") or "auto")
+def read_qa_file(data: QAData, name: str, path: Path) -> QAFile:
+    expect = data.format
     if expect not in ("auto", *FORMATS):
         raise ConfigError(f"config.data.format={expect!r}; choose auto or one of {FORMATS}")
     stat = path.stat()
-    add_mark = bool(data.get("add_question_mark", True))
-    return _read(path, (stat.st_mtime_ns, stat.st_size), name, add_mark, expect)
+    return _read(path, (stat.st_mtime_ns, stat.st_size), name, data.add_question_mark, expect)
 
 
-def _held_out(data: ConfigDict, examples: list[QAExample], path: Path) -> set[str]:
+def _held_out(data: QAData, examples: list[QAExample], path: Path) -> set[str]:
     try:
-        return held_out_ids([e.id for e in examples], eval_fraction(data), int(data.split_seed))
+        return held_out_ids([e.id for e in examples], eval_fraction(data), data.split_seed)
     except ValueError as e:
         raise DataError(f"{path}: cannot cut into train and eval questions: {e}") from None
 
 
-def load_qa_sets(data: ConfigDict, split: str) -> dict[str, list[QAExample]]:
+def load_qa_sets(data: QAData, split: str) -> dict[str, list[QAExample]]:
     """`split`'s sets, name -> questions, each cut to `data.max_examples` (0: all)."""
-    limit = int(data.get("max_examples", 0) or 0)
+    limit = data.max_examples
     shared = shared_files(data, split)
     sets = {}
     for name, path in files(data, split).items():
@@ -144,7 +182,7 @@ def load_qa_sets(data: ConfigDict, split: str) -> dict[str, list[QAExample]]:
     return sets
 
 
-def qa_split_summary(data: ConfigDict, split: str) -> SplitSummary:
+def qa_split_summary(data: QAData, split: str) -> SplitSummary:
     """The report's statement of its questions: every part's size and how they were made."""
     sizes = {split: sum(len(v) for v in load_qa_sets(data, split).values())}
     shared = shared_files(data, split)
@@ -158,8 +196,7 @@ def qa_split_summary(data: ConfigDict, split: str) -> SplitSummary:
             n_other = n_eval if other == "eval" else len(qa.examples) - n_eval
             sizes[other] = sizes.get(other, 0) + n_other
             line += (
-                f", cut by question id, {eval_fraction(data):g} to eval "
-                f"(seed {int(data.split_seed)})"
+                f", cut by question id, {eval_fraction(data):g} to eval (seed {data.split_seed})"
             )
         how.append(line)
     other = "train" if split == "eval" else "eval"
@@ -167,12 +204,12 @@ def qa_split_summary(data: ConfigDict, split: str) -> SplitSummary:
         # The other part's size, when its files are at hand (an evaluation needs none).
         with contextlib.suppress(DataError, ConfigError):
             sizes[other] = sum(len(v) for v in load_qa_sets(data, other).values())
-    if int(data.get("max_examples", 0) or 0):
-        how.append(f"at most {int(data.max_examples)} questions per set")
+    if data.max_examples:
+        how.append(f"at most {data.max_examples} questions per set")
     return SplitSummary(split, sizes, "; ".join(how))
 
 
-def corpus_sources(data: ConfigDict, split: str | None) -> list[QAFile]:
+def corpus_sources(data: QAData, split: str | None) -> list[QAFile]:
     """The QA files whose paragraphs make the closed corpus: `split`'s files (both splits'
     that exist when None), in a fixed order."""
     names: dict[Path, str] = {}

@@ -1,10 +1,11 @@
 """The agent's own evaluation during SFT: greedy episodes of a search agent on held-out questions,
 scored by its real reward, with the behaviour that says whether it does its job at all.
 
-    evaluate = search_agent_eval(agent_config, tokenizer, cfg, max_examples=20)
+    run = MemSearcherEvalRun.from_config(load_agent_config(path))
+    evaluate = search_agent_eval(run, tokenizer, cfg, max_examples=20)
     evaluate(params)   # {"task_reward", "task_em", "searched", "format_valid", "answered"}
 
-`agent_config` is a MemSearcher recipe config (configs/memsearcher_cpu.py): its eval split,
+`run` is read from a MemSearcher recipe config (configs/memsearcher_cpu.py): its eval split,
 retriever, turn limits and eval sampling are used exactly as `memsearcher.eval` uses them, so the
 numbers during SFT are the numbers the eval job reports.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import runpy
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import jax
 import numpy as np
@@ -20,6 +22,9 @@ import numpy as np
 from memjax.errors import ConfigError
 from memjax.eval.behaviour_report import behaviour
 from memjax.eval.qa_metrics import em_score
+
+if TYPE_CHECKING:
+    from memjax.agents.memsearcher.run_settings import MemSearcherEvalRun
 
 
 def load_agent_config(path: str):
@@ -30,27 +35,27 @@ def load_agent_config(path: str):
 
 
 def search_agent_eval(
-    agent_config, tokenizer, cfg, *, max_examples: int, seed: int = 0
+    run: MemSearcherEvalRun, tokenizer, cfg, *, max_examples: int, seed: int = 0
 ) -> Callable[[object], dict[str, float]]:
     from memjax.agents.memsearcher import job_setup
-    from memjax.agents.memsearcher.agent_factory import eval_batch_sizes
     from memjax.agents.memsearcher.eval_job import evaluate, lock_step
-    from memjax.agents.sampler_adapter import SamplerPolicy, sampling_params
+    from memjax.agents.sampler_adapter import SamplerPolicy
 
-    sets = job_setup.load_qa_sets(agent_config.data, "eval")
+    setup = run.setup
+    sets = job_setup.load_qa_sets(setup.data, "eval")
     sets = {name: examples[:max_examples] for name, examples in sets.items()}
-    retriever = job_setup.make_retriever(agent_config)
-    sampling = sampling_params(agent_config.eval_sampling)
-    agent = str(agent_config.agent.name)
-    batch_size = eval_batch_sizes(agent_config.eval)[agent]
-    budget = int(agent_config.eval.max_context_tokens) - sampling.max_new_tokens
+    retriever = job_setup.make_retriever(setup.retriever, setup.data)
+    sampling = run.eval.sampling
+    agent = setup.agent
+    batch_size = run.eval.batch_sizes[agent]
+    budget = run.eval.max_context_tokens - sampling.max_new_tokens
 
     def run(params) -> dict[str, float]:
         policy = SamplerPolicy(params, cfg, tokenizer, sampling, max_prompt_tokens=budget)
         episodes = evaluate(
             [agent],
             sets,
-            agent_config,
+            setup.episodes,
             lock_step(policy),
             retriever,
             lambda text: len(tokenizer.encode(text)),

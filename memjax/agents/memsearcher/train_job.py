@@ -12,14 +12,17 @@ rollout order, cut into mini-batches of mini_batch_size x G rows (`train.mini_ba
 sections, the size tools/plan_memory.py plans for.
 
 The recipe config (memjax.recipes.memsearcher) speaks the paper's terms (questions per
-batch, mini-batch, rollouts per question, lengths); `trainer_config` translates them into the
-trainer's fields.
+batch, mini-batch, rollouts per question, lengths); the job reads them once
+(`run_settings.MemSearcherTrainRun`) and `trainer_config` translates them into the trainer's
+typed config.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ml_collections import ConfigDict
 
@@ -27,13 +30,26 @@ from memjax import workdir as workdir_lib
 from memjax.agents.episode_env import EpisodeEnv
 from memjax.agents.memsearcher import job_setup
 from memjax.agents.memsearcher.agent_factory import SEQUENTIAL, episode_factory
-from memjax.agents.sampler_adapter import make_rollout_generate, sampling_params
+from memjax.agents.memsearcher.run_settings import (
+    MemSearcherTrainRun,
+    RolloutSettings,
+    TrainSettings,
+)
+from memjax.agents.sampler_adapter import make_rollout_generate
 from memjax.errors import ConfigError
 
+if TYPE_CHECKING:
+    from memjax.rl.run_config import RLRunConfig
 
-def trainer_config(config: ConfigDict, num_train_examples: int) -> ConfigDict:
-    """The trainer's config (see memjax.rl.trainer) for this recipe and training-set size."""
-    train, rollout = config.train, config.rollout
+
+def trainer_config(
+    train: TrainSettings, rollout: RolloutSettings, num_train_examples: int
+) -> RLRunConfig:
+    """The trainer's typed config (see memjax.rl.trainer) for this recipe and training-set
+    size. The paper's terms become the trainer's fields in a section that RLRunConfig reads,
+    so a bad value is named as the trainer's field under config.train."""
+    from memjax.rl.run_config import RLRunConfig
+
     if train.batch_size % train.mini_batch_size:
         raise ConfigError(
             f"config.train.batch_size={train.batch_size} is not a multiple of "
@@ -41,86 +57,83 @@ def trainer_config(config: ConfigDict, num_train_examples: int) -> ConfigDict:
         )
     if train.algorithm != "multi_context_grpo":
         raise ConfigError(f"config.train.algorithm={train.algorithm!r}; only multi_context_grpo")
-    steps = int(train.num_steps) or max(
-        1, int(train.total_epochs) * num_train_examples // int(train.batch_size)
+    steps = train.num_steps or max(
+        1, train.total_epochs * num_train_examples // int(train.batch_size)
     )
-    c = ConfigDict()
-    c.algo = "grpo"
-    c.seed = int(config.seed)
-    c.num_steps = steps
-    c.prompts_per_step = int(train.batch_size)
-    c.group_size = int(rollout.group_size)
-    c.epochs = int(train.ppo_epochs)
-    c.mini_batch_mode = str(train.get("mini_batch_mode", "shuffled"))
-    # "shuffled": a fixed number of updates per step, one per mini-batch of questions.
-    c.mini_batches = int(train.batch_size) // int(train.mini_batch_size)
-    # "in_order": consecutive chunks of rows, verl's ppo_mini_batch_size x rollout.n.
-    c.mini_batch_rows = int(train.mini_batch_size) * int(rollout.group_size)
-    c.mini_batch_shards = int(train.get("mini_batch_shards", 1))
-    c.micro_batches = micro_batches(config, c.mini_batch_rows)
-    c.seq_len = int(rollout.max_prompt_length) + int(rollout.max_response_length)
-    c.vocab_chunk = int(train.vocab_chunk)
-    c.shared_prefix = int(train.get("shared_prefix", 0))
-    c.decode_batch = int(rollout.get("decode_batch", 0))  # rows decoded at once (0: a step's)
-    c.rollout_engine = rollout.get("engine", False)  # checked (a bool) by RLRunConfig
-    c.engine_slots = rollout.get("engine_slots", 0)
-    c.old_logprobs = "trainer"  # recomputed; the sampler's are logged as the gap metric
-    c.sampling = ConfigDict(
-        {
-            "temperature": float(rollout.temperature),
-            "top_k": int(rollout.top_k),
-            "top_p": float(rollout.top_p),
-            "max_new_tokens": int(rollout.max_tokens_per_call),
-        }
-    )
-    c.loss = ConfigDict(config.loss.to_dict())
-    c.advantage = ConfigDict({"scaling": "group", "ddof": 1, "epsilon": train.advantage_eps})
-    c.optimizer = ConfigDict(config.optimizer.to_dict())
-    if "lora" in config:  # rank 0: full fine-tuning
-        c.lora = ConfigDict(config.lora.to_dict())
-    c.eval_every = 0
-    c.eval_before = False
-    c.checkpoint_every = int(train.save_every_steps)
-    c.keep_last = 2
-    c.keep_best = 0
-    c.plot_every = 1
-    c.mesh = None if _single_device(config.mesh) else ConfigDict(config.mesh.to_dict())
-    c.stop_after = None
-    return c
+    mini_batch_rows = int(train.mini_batch_size) * rollout.group_size
+    c = {
+        "algo": "grpo",
+        "seed": train.seed,
+        "num_steps": steps,
+        "prompts_per_step": int(train.batch_size),
+        "group_size": rollout.group_size,
+        "epochs": train.ppo_epochs,
+        "mini_batch_mode": train.mini_batch_mode,
+        # "shuffled": a fixed number of updates per step, one per mini-batch of questions.
+        "mini_batches": int(train.batch_size) // int(train.mini_batch_size),
+        # "in_order": consecutive chunks of rows, verl's ppo_mini_batch_size x rollout.n.
+        "mini_batch_rows": mini_batch_rows,
+        "mini_batch_shards": train.mini_batch_shards,
+        "micro_batches": micro_batches(train, mini_batch_rows),
+        "seq_len": rollout.seq_len,
+        "vocab_chunk": train.vocab_chunk,
+        "shared_prefix": train.shared_prefix,
+        "decode_batch": rollout.decode_batch,  # rows decoded at once (0: a step's)
+        "rollout_engine": rollout.engine,  # checked (a bool) by RLRunConfig
+        "engine_slots": rollout.engine_slots,
+        "old_logprobs": "trainer",  # recomputed; the sampler's are logged as the gap metric
+        "sampling": {
+            "temperature": rollout.temperature,
+            "top_k": rollout.top_k,
+            "top_p": rollout.top_p,
+            "max_new_tokens": rollout.max_tokens_per_call,
+        },
+        "loss": dict(train.loss),
+        "advantage": {"scaling": "group", "ddof": 1, "epsilon": train.advantage_eps},
+        "optimizer": dict(train.optimizer),
+        "eval_every": 0,
+        "eval_before": False,
+        "checkpoint_every": train.save_every_steps,
+        "keep_last": 2,
+        "keep_best": 0,
+        "plot_every": 1,
+        "mesh": None if _single_device(train.mesh) else dict(train.mesh),
+        "stop_after": None,
+    }
+    if train.lora is not None:  # rank 0: full fine-tuning
+        c["lora"] = dict(train.lora)
+    return RLRunConfig.from_section(c, "config.train")
 
 
-def micro_batches(config: ConfigDict, mini_batch_rows: int) -> int:
+def micro_batches(train: TrainSettings, mini_batch_rows: int) -> int:
     """Micro-batches per update. With scale sections, `train.micro_batch_per_device` rows on
     each data x fsdp shard (what tools/plan_memory.py plans for); else `train.micro_batches`."""
-    train = config.train
-    if "micro_batch_per_device" not in train:
-        return int(train.micro_batches)
+    if train.micro_batch_per_device is None:
+        return train.micro_batches
     from memjax.planning import micro_batches_for
 
     return micro_batches_for(
-        mini_batch_rows,
-        int(train.micro_batch_per_device),
-        dict(config.mesh),
-        int(config.hardware.num_devices),
+        mini_batch_rows, train.micro_batch_per_device, dict(train.mesh), train.num_devices
     )
 
 
-def _single_device(mesh: ConfigDict) -> bool:
+def _single_device(mesh: Mapping[str, int]) -> bool:
     import jax
 
     return jax.device_count() == 1 or all(int(v) == 1 for v in mesh.values())
 
 
-def memsearcher_env(config: ConfigDict, tokenizer, retriever, agent: str = "memsearcher"):
+def memsearcher_env(
+    run: MemSearcherTrainRun, tokenizer, retriever, agent: str = "memsearcher"
+) -> EpisodeEnv:
     """The training environment: MemSearcher (or a growing-context baseline) episodes over
     token ids, with the training turn limit."""
     if agent not in SEQUENTIAL:
         raise ValueError(f"cannot train agent {agent!r}; choose from {SEQUENTIAL}")
     count = lambda text: len(tokenizer.encode(text))
-    factory = episode_factory(agent, config, count, evaluation=False)
-    turns = int(config.agent.max_turns_train)
-    rollout = config.rollout
-    seq_len = int(rollout.max_prompt_length) + int(rollout.max_response_length)
+    episodes = run.setup.episodes
+    factory = episode_factory(agent, episodes, count, evaluation=False)
+    turns = int(episodes.train.max_turns)
     return EpisodeEnv(
         lambda example: factory(example["question"]),
         tokenizer,
@@ -128,12 +141,12 @@ def memsearcher_env(config: ConfigDict, tokenizer, retriever, agent: str = "mems
         # MemSearcher makes two calls per context (action, memory update); one spare call so
         # the episode's own turn limit, not the rollout loop's, ends it.
         max_calls=2 * turns + 1,
-        max_context_tokens=seq_len - int(rollout.max_tokens_per_call),
+        max_context_tokens=run.rollout.seq_len - run.rollout.max_tokens_per_call,
     )
 
 
 def train_memsearcher(
-    config: ConfigDict,
+    run: MemSearcherTrainRun,
     workdir: str | Path,
     *,
     params,
@@ -147,20 +160,20 @@ def train_memsearcher(
     """Multi-context GRPO of `params` on `train_rows` (QA row dicts); `generate` defaults to
     memjax's sampler through the adapter. Writes workdir/reward_curve.{png,json}."""
     from memjax.parallel import make_mesh
-    from memjax.rl.run_config import RLRunConfig
     from memjax.rl.trainer import train
 
     workdir = workdir_lib.path(workdir)  # a local folder or gs://
-    env = memsearcher_env(config, tokenizer, retriever, config.agent.name)
-    tconfig = trainer_config(config, len(train_rows))
+    env = memsearcher_env(run, tokenizer, retriever, run.setup.agent)
+    rc = trainer_config(run.train, run.rollout, len(train_rows))
     if generate is None:
-        mesh = make_mesh(tconfig.mesh.to_dict()) if tconfig.mesh is not None else None
-        sampling = sampling_params(config.rollout, greedy=False)
+        mesh = make_mesh(rc.mesh) if rc.mesh is not None else None
         # The agent's own stop strings (Search-R1 stops after </search>; MemSearcher on EOS).
         stop = env.make_episode({"question": "?"}).current_call().stop
-        generate = make_rollout_generate(cfg, tokenizer, sampling, stop=stop, mesh=mesh)
+        generate = make_rollout_generate(
+            cfg, tokenizer, run.rollout.sampling(), stop=stop, mesh=mesh
+        )
     result = train(
-        RLRunConfig.from_section(tconfig, "config.train"),
+        rc,
         workdir,
         env=env,
         params=params,
@@ -184,13 +197,15 @@ def train_job(config: ConfigDict, workdir: str | None) -> dict:
 
     if not workdir:
         raise ConfigError("--workdir: memsearcher.train needs a directory (checkpoints, curves)")
-    sets = job_setup.load_qa_sets(config.data, "train")
-    print(job_setup.qa_split_summary(config.data, "train").line(), flush=True)
+    run = MemSearcherTrainRun.from_config(config)
+    setup = run.setup
+    sets = job_setup.load_qa_sets(setup.data, "train")
+    print(job_setup.qa_split_summary(setup.data, "train").line(), flush=True)
     rows = [e.to_row() for examples in sets.values() for e in examples]
-    model = job_setup.load_policy_model(config)  # a wrong path fails before any embedding
-    retriever = job_setup.make_retriever(config, "train")
+    model = job_setup.load_policy_model(setup.model)  # a wrong path fails before any embedding
+    retriever = job_setup.make_retriever(setup.retriever, setup.data, "train")
     result = train_memsearcher(
-        config,
+        run,
         workdir,
         params=model.params,
         cfg=model.cfg,

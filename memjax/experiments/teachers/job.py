@@ -169,7 +169,12 @@ def _memory_jobs(config, roles, teachers, tally, splits) -> list[Trajectory]:
 
 def _search_jobs(config, roles, teachers, tally, splits, count_tokens) -> list[Trajectory]:
     from memjax.agents.memsearcher.episode import MemSearcherSettings
-    from memjax.agents.memsearcher.job_setup import make_retriever, resolve_path
+    from memjax.agents.memsearcher.job_setup import (
+        QAData,
+        RetrieverSettings,
+        make_retriever,
+        resolve_path,
+    )
     from memjax.agents.search_r1 import SearchR1Settings
     from memjax.agents.search_tool import SearchSettings
     from memjax.data.hotpotqa import load_hotpotqa
@@ -182,13 +187,11 @@ def _search_jobs(config, roles, teachers, tally, splits, count_tokens) -> list[T
     limit = int(config.hotpotqa.max_examples)
     examples = examples[:limit] if limit > 0 else examples
     r, a = config.retriever, config.agent
-    files = ConfigDict({"hotpotqa": str(path)})  # the pooled corpus of the whole file
-    setup = ConfigDict(
-        {"retriever": r, "data": {"format": "hotpotqa_hf", "train": files, "eval": files}}
-    )
+    files = {"hotpotqa": str(path)}  # the pooled corpus of the whole file
+    data = QAData(train=files, eval=files, format="hotpotqa_hf")
     search = SearchSettings(int(r.default_top_n), int(r.max_top_n), str(r.passage_separator))
     world = SearchWorld(
-        examples, make_retriever(setup), count_tokens, str(path),
+        examples, make_retriever(RetrieverSettings.from_section(r), data), count_tokens, str(path),
         MemSearcherSettings(int(a.max_turns), int(a.memory_cap_tokens), search=search),
         SearchR1Settings(int(a.max_turns), int(r.default_top_n)),
         max_call_tokens=int(a.get("max_call_tokens", 0)),
