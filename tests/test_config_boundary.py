@@ -57,6 +57,8 @@ READERS = {
     "sft/job.py:SFTData.from_section": "SFTData",
     "sft/job.py:SFTModel.from_section": "SFTModel",
     "sft/job.py:SFTJob.from_config": "SFTJob",
+    "experiments/teachers/settings.py:MakeDataRun.from_config": "MakeDataRun",
+    "experiments/teachers/settings.py:SearchSpec.from_config": "SearchSpec",
 }
 
 

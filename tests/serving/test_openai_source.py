@@ -95,11 +95,12 @@ def test_sft_make_data_takes_a_teacher_at_an_endpoint(server, client):
     import runpy
 
     from memjax.experiments.teachers.job import Teachers
+    from memjax.experiments.teachers.settings import TeacherSpec
 
     t = runpy.run_path("configs/sft_data_cpu.py")["get_config"]().teacher
     t.kind, t.source = "model", f"openai:{MODEL}@{server.url}"
     t.temperature, t.max_new_tokens = 0.0, 6
-    teachers = Teachers(t)
+    teachers = Teachers(TeacherSpec.from_section(t))
     direct = client.chat.completions.create(
         model=MODEL, messages=HELLO, temperature=0, max_tokens=6
     )
