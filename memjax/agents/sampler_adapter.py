@@ -144,37 +144,21 @@ class SamplerPolicy:
 def make_rollout_generate(
     cfg, tokenizer, sampling: SamplingParams, stop: Sequence[str] = (), mesh=None
 ) -> Callable:
-    """The rollout loop's `generate(prompts, rng) -> list[Completion]` with stop strings (the
-    trainer's default generate knows only EOS ids). Set `generate.params` before calling; the
-    trainer does so with the current policy before every rollout. With a mesh, the sampler
-    shards weights by SAMPLING_RULES and the batch over the data axes. `generate.stop_strings`
-    and `generate.tokenizer` give the same stops to the trainer's rollout engine."""
-    from memjax.parallel import SAMPLING_RULES
-    from memjax.rl.rollout import Completion
+    """The rollout loop's `generate(prompts, rng) -> list[Completion]` over the model's
+    tokenizer, with the agent's stop strings (`memjax.rl.roles.make_generate`). Set
+    `generate.params` before calling; the trainer does so with the current policy before every
+    rollout."""
+    from memjax.rl.roles import make_generate
 
-    stop = tuple(stop)
-    rules = SAMPLING_RULES if mesh is not None else None
-
-    def generate(prompts: list[list[int]], rng: jax.Array) -> list:
-        out = sample(
-            generate.params,
-            cfg,
-            prompts,
-            sampling,
-            rng,
-            eos_ids=tuple(tokenizer.eos_ids),
-            stop_strings=stop,
-            tokenizer=tokenizer if stop else None,
-            pad_id=tokenizer.pad_id,
-            mesh=mesh,
-            rules=rules,
-        )
-        return [Completion(list(s.tokens), list(s.logprobs), s.stop_reason) for s in _rows(out)]
-
-    generate.params = None
-    # Read by the trainer when it rolls out on the engine instead (rl.rollout_engine).
-    generate.stop_strings, generate.tokenizer = stop, tokenizer
-    return generate
+    return make_generate(
+        cfg,
+        sampling,
+        tokenizer.eos_ids,
+        tokenizer.pad_id,
+        mesh,
+        stop_strings=stop,
+        tokenizer=tokenizer,
+    )
 
 
 def sampling_params(section, *, greedy: bool | None = None) -> SamplingParams:

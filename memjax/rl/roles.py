@@ -56,12 +56,25 @@ CRITIC_FIELDS = {
 }
 
 
-def make_generate(cfg: DecoderConfig, sampling: SamplingParams, eos_ids, pad_id: int, mesh=None):
+def make_generate(
+    cfg: DecoderConfig,
+    sampling: SamplingParams,
+    eos_ids,
+    pad_id: int,
+    mesh=None,
+    *,
+    stop_strings=(),
+    tokenizer=None,
+):
     """memjax's on-device sampler as the rollout loop's `generate(prompts, rng)`; the
-    parameters are read from `generate.params` at call time."""
+    parameters are read from `generate.params` at call time. `stop_strings`, spelt by
+    `tokenizer`, end a completion as EOS does; `generate.stop_strings` and `generate.tokenizer`
+    give the same stops to the engine when it rolls out instead (`rl.rollout_engine`). With a
+    mesh, the sampler shards weights by SAMPLING_RULES and the batch over the data axes."""
     from memjax.parallel import SAMPLING_RULES
     from memjax.sampling.sampler import sample
 
+    stop = tuple(stop_strings)
     rules = SAMPLING_RULES if mesh is not None else None
 
     def generate(prompts, rng):
@@ -72,6 +85,8 @@ def make_generate(cfg: DecoderConfig, sampling: SamplingParams, eos_ids, pad_id:
             sampling,
             rng,
             eos_ids=tuple(eos_ids),
+            stop_strings=stop,
+            tokenizer=tokenizer if stop else None,
             pad_id=pad_id,
             mesh=mesh,
             rules=rules,
@@ -89,6 +104,7 @@ def make_generate(cfg: DecoderConfig, sampling: SamplingParams, eos_ids, pad_id:
         ]
 
     generate.params = None
+    generate.stop_strings, generate.tokenizer = stop, tokenizer
     return generate
 
 
