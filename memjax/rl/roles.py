@@ -1,9 +1,10 @@
 """The roles of an RL step: the rollout, the actor, the reference and the critic.
 
-    rollout = Rollout(cfg, rc.sampling, eos_ids, pad_id, mesh=mesh, ...)  # episodes
-    actor = Actor(weights.policy, cfg, ActorSettings.of(rc), mesh=mesh)   # policy updates
-    reference = weights.reference()                                        # the KL reference
+    rollout = Rollout(rc, cfg, eos_ids, pad_id, mesh=mesh, generate=None)   # episodes
+    actor = Actor(weights.policy, cfg, ActorSettings.of(rc), mesh=mesh)     # policy updates
+    reference = weights.reference()                                          # the KL reference
     critic = Critic(weights.critic(None, seed + 1), cfg, CriticSettings.of(rc), mesh=mesh)
+    state = actor.init_state(); state, metrics = actor.update(state, batch)
 
 A role holds how its model is laid out and run (its optimizer, the train state's shardings, the
 jitted step or forward pass), not the train state itself: the trainer keeps the states in one
