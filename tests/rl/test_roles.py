@@ -6,27 +6,14 @@ import numpy as np
 import pytest
 
 from memjax.models import decoder
-from memjax.models.config import DecoderConfig
-from memjax.models.lora_config import LoraConfig
 from memjax.models.params import flatten_with_names, init_params
 from memjax.rl import toy
 from memjax.rl.learners import GrpoLearner, PpoLearner, learner_for
 from memjax.rl.roles import Actor, ActorSettings, Critic, CriticSettings
 from memjax.rl.run_config import AdvantageConfig, RLRunConfig
 from memjax.rl.weights import FullWeights, LoraWeights, trained_weights
+from tests.rl.test_lora_train_step import CFG  # a tiny decoder with rank-4 LoRA
 from tests.rl.test_trainer import _config
-
-CFG = DecoderConfig(
-    "qwen2",
-    vocab_size=40,
-    embed_dim=16,
-    mlp_dim=32,
-    num_layers=2,
-    num_heads=4,
-    num_kv_heads=2,
-    head_dim=4,
-    lora=LoraConfig(rank=4, alpha=8.0),
-)
 
 
 @pytest.fixture(scope="module")
