@@ -12,12 +12,9 @@ import time
 from collections.abc import Callable
 
 import grain
-import jax
 import numpy as np
 
 from memjax.errors import DataError
-from memjax.models.decoder import decoder_abstract
-from memjax.models.lora import lora_abstract
 from memjax.models.shared_prefix import prefix_groups
 from memjax.parallel import TRAIN_RULES
 from memjax.sft.batches import batch_plan, batches_per_epoch, make_batch
@@ -25,10 +22,10 @@ from memjax.sft.rows import Row
 from memjax.sft.run_config import SFTRunConfig
 from memjax.sft.step import sft_train_step
 from memjax.training import host_batches
-from memjax.training import lora_state as lora_lib
 from memjax.training.logprobs import make_logprob_fn
 from memjax.training.loop import model_spec
 from memjax.training.states import build_state, mesh_from
+from memjax.training.trained_weights import trained_weights
 
 
 class SFTTask:
@@ -63,14 +60,10 @@ class SFTTask:
         self.has_eval = bool(self.eval_rows)  # held-out NLL ranks the checkpoints
         self.mesh = mesh_from(rc.mesh)
         self.rules = TRAIN_RULES if self.mesh is not None else None
-        # With LoRA the state holds the adapters; the frozen base rides beside it.
-        self.lora = None
-        trainable, abstract, step_kwargs = params, decoder_abstract(cfg), {}
-        if rc.lora is not None:
-            self.lora = lora_lib.FrozenBase(params, cfg, mesh=self.mesh)
-            trainable = lora_lib.init_policy_adapters(cfg, jax.random.key(rc.loop.seed))
-            abstract, step_kwargs = lora_abstract(cfg), self.lora.policy_kwargs
-        built = build_state(trainable, abstract, rc.optimizer, self.mesh)
+        # Which weights train: all, or (LoRA) adapters over a frozen base beside the state.
+        self.weights = trained_weights(params, cfg, lora=rc.lora, seed=rc.loop.seed, mesh=self.mesh)
+        policy = self.weights.policy
+        built = build_state(policy.initial, policy.abstract, rc.optimizer, self.mesh)
         self.states = {"policy": built.state}
         b = rc.batching
         self.train_step = sft_train_step(
@@ -82,10 +75,9 @@ class SFTTask:
             num_micro_batches=b.micro_batches,
             mesh=self.mesh,
             state_shardings=built.shardings,
-            **step_kwargs,
+            **policy.step_kwargs,
         )
-        if self.lora is not None:
-            self.train_step = self.lora.bind(self.train_step)
+        self.train_step = policy.bind(self.train_step)
         self.logprob_fn = make_logprob_fn(
             cfg, chunk=b.vocab_chunk, mesh=self.mesh, rules=self.rules
         )
@@ -161,19 +153,14 @@ class SFTTask:
 
     def evaluate(self, step: int, key) -> dict[str, float]:
         params = self.states["policy"].params
-        if self.lora is None:
-            out = {"nll": self.held_out_nll(params)}
-            if self.task_eval is not None:
-                out.update(self.task_eval(params))
-            return out
-        out = {"nll": self.held_out_nll(self.lora.policy(params))}
-        if self.task_eval is not None:  # the agent samples: adapters merged, as in RL
-            out.update(self.task_eval(self.lora.merged(params)))
+        out = {"nll": self.held_out_nll(self.weights.for_logprobs(params))}
+        if self.task_eval is not None:  # the agent samples: with LoRA, adapters merged
+            out.update(self.task_eval(self.weights.for_sampler(params)))
         return out
 
     def exported_params(self, params):
         """What the job writes as HF weights: the params, or with LoRA the merged base."""
-        return params if self.lora is None else self.lora.merged(params)
+        return self.weights.for_sampler(params)
 
     def postfix(self, record, metrics) -> dict[str, str]:
         return {"loss": f"{record['loss']:.3f}"}
@@ -182,8 +169,8 @@ class SFTTask:
         spec = {"algo": "sft", **model_spec(self.cfg), **self.data_spec}
         if self.rc.batching.shared_prefix:  # it changes the batch plan a resume replays
             spec["shared_prefix"] = self.rc.batching.shared_prefix
-        if self.lora is not None:  # the adapters' settings and the pointer to their base
-            spec["lora"] = self.lora.pointer
+        if self.weights.lora_pointer is not None:  # the adapters' settings and their base
+            spec["lora"] = self.weights.lora_pointer
         return spec
 
 
