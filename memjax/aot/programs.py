@@ -41,13 +41,13 @@ from memjax.rl.critic import critic_abstract
 from memjax.rl.losses import PolicyLossConfig
 from memjax.rl.roles import Actor, ActorSettings, Critic, CriticSettings
 from memjax.rl.run_config import DEFAULT_VALUE_CLIP
-from memjax.rl.weights import FullWeights, Trainable
 from memjax.sampling import loop
 from memjax.sampling.padding import bucket_length, cache_length
 from memjax.sampling.sampling_params import SamplingParams
 from memjax.training import train_step
 from memjax.training.sections import read_section
 from memjax.training.states import optimizer_from
+from memjax.training.trained_weights import FullWeights, Trainable
 
 _SCHEDULE_STEPS = 1000  # the optimizer schedule's length does not change a program
 

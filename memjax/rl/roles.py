@@ -3,14 +3,14 @@
     rollout = Rollout(rc, cfg, eos_ids, pad_id, mesh=mesh, generate=None)   # episodes
     actor = Actor(weights.policy, cfg, ActorSettings.of(rc), mesh=mesh)     # policy updates
     reference = weights.reference()                                          # the KL reference
-    critic = Critic(weights.critic(None, seed + 1), cfg, CriticSettings.of(rc), mesh=mesh)
+    critic = Critic(critic_trainable(weights, None, seed + 1), cfg, ...)  # rl.weights
     state = actor.init_state(); state, metrics = actor.update(state, batch)
 
 A role holds how its model is laid out and run (its optimizer, the train state's shardings, the
 jitted step or forward pass), not the train state itself: the trainer keeps the states in one
 dict that the loop checkpoints, and memjax.aot compiles the same roles' steps over abstract
 states. Which parameters train (all, or LoRA adapters) is the `Trainable` a role is given
-(`memjax.rl.weights`); what the learner does with the roles is `memjax.rl.learners`.
+(`memjax.training.trained_weights`); what the learner does with the roles is `memjax.rl.learners`.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from memjax.rl import losses, steps
 from memjax.rl.engine_rollout import run_on_engine
 from memjax.rl.rollout import Completion, run_in_waves
 from memjax.rl.run_config import RLRunConfig
-from memjax.rl.weights import Trainable
 from memjax.sampling.sampling_params import SamplingParams
 from memjax.training.logprobs import make_logprob_fn
 from memjax.training.optimizer import OptimizerConfig
 from memjax.training.states import state_layout
 from memjax.training.train_step import init_train_state
+from memjax.training.trained_weights import Trainable
 
 # The batch each role's update reads, [B, T] each, with its dtype (the trainer packs them;
 # memjax.aot lays them out abstractly). ref_logp only with the KL term.

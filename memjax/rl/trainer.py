@@ -18,7 +18,7 @@
 The loop around it (resume, logging, evaluation, plots, checkpoints) is `memjax.training.loop`,
 shared with SFT.
 
-Which parameters train is `rl.lora` (`memjax.rl.weights`): with `lora.rank` > 0 the actor and
+Which parameters train is `rl.lora` (`memjax.training.trained_weights`): with `lora.rank` > 0 the actor and
 critic train adapters over the frozen base they were given, the reference is that base with the
 adapters off, the sampler gets the adapters merged in, checkpoints hold adapters and optimizer
 state with a pointer to the base in their run spec, and the result's "params" are the merged
@@ -50,7 +50,7 @@ from memjax.rl.roles import ACTOR_POSITIONS, Actor, ActorSettings, Critic, Criti
 from memjax.rl.rollout import pack
 from memjax.rl.run_config import ALGOS, RLRunConfig, wave_problem
 from memjax.rl.shared_prefix import SHARED_PREFIX_GRANULARITY, restore_order, share_prefixes
-from memjax.rl.weights import trained_weights
+from memjax.rl.weights import critic_trainable
 from memjax.training import host_batches
 from memjax.training.logprobs import (
     LOGPROB_ROWS_PER_DEVICE,
@@ -60,6 +60,7 @@ from memjax.training.logprobs import (
 )
 from memjax.training.loop import model_spec, run_loop
 from memjax.training.states import mesh_from, rows_multiple
+from memjax.training.trained_weights import trained_weights
 
 
 def example_stream(examples, seed: int):
@@ -145,7 +146,7 @@ class RLTask:
         self.states: dict[str, Any] = {self.actor.name: self.actor.init_state()}
         self.critic = None
         if self.learner.uses_critic:
-            trainable = self.weights.critic(critic_params, rc.loop.seed + 1, mesh)
+            trainable = critic_trainable(self.weights, critic_params, rc.loop.seed + 1, mesh)
             self.critic = Critic(trainable, cfg, CriticSettings.of(rc), mesh=mesh)
             self.states[self.critic.name] = self.critic.init_state()
 

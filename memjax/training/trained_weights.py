@@ -6,7 +6,7 @@
     weights.for_sampler(trained)      # the policy the sampler decodes with (and export writes)
     weights.reference()               # the frozen policy a KL term scores against
 
-SFT and RL are written once against this choice (RL adds its critic: `memjax.rl.weights`).
+SFT and RL are written once against this choice (RL's critic trains by it too: `memjax.rl.weights`).
 A `Trainable` carries what a train step needs to train it: the trained tree's start and
 abstract, the step's `compose` / `frozen_shardings`, and the frozen tree the step is bound to.
 """

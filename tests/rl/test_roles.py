@@ -11,7 +11,8 @@ from memjax.rl import toy
 from memjax.rl.learners import GrpoLearner, PpoLearner, learner_for
 from memjax.rl.roles import Actor, ActorSettings, Critic, CriticSettings
 from memjax.rl.run_config import AdvantageConfig, RLRunConfig
-from memjax.rl.weights import FullWeights, LoraWeights, trained_weights
+from memjax.rl.weights import critic_trainable
+from memjax.training.trained_weights import FullWeights, LoraWeights, trained_weights
 from tests.rl.test_lora_train_step import CFG  # a tiny decoder with rank-4 LoRA
 from tests.rl.test_trainer import _config
 
@@ -55,7 +56,7 @@ def test_full_weights_train_every_weight_and_keep_a_frozen_reference(base):
     assert weights.for_sampler(base) is base and weights.for_logprobs(base) is base
     ref = weights.reference()
     assert _equal(jax.tree.map(lambda x: x.astype(np.float32), ref), base)  # same values
-    critic = weights.critic(None, seed=1)
+    critic = critic_trainable(weights, None, seed=1)
     assert critic.frozen is None and set(critic.initial) == {"backbone", "head", "bias"}
 
 
@@ -73,7 +74,7 @@ def test_the_actor_reads_reference_logprobs_only_with_the_kl_term():
 
 def test_a_lora_critic_trains_adapters_and_head_over_the_policys_base(base):
     weights = trained_weights(base, CFG, lora=CFG.lora, seed=0)
-    trainable = weights.critic(None, seed=1)
+    trainable = critic_trainable(weights, None, seed=1)
     assert set(trainable.initial) == {"lora", "head", "bias"}
     assert trainable.frozen["embed"] is weights.reference()["embed"]  # one frozen copy
     rc = RLRunConfig.from_section(_config("ppo"))
