@@ -45,7 +45,6 @@ READERS = {
     "agents/memsearcher/job_setup.py:RetrieverSettings.from_section": "RetrieverSettings",
     "agents/memsearcher/job_setup.py:PolicyModel.from_section": "PolicyModel",
     "agents/memsearcher/settings.py:prompt_templates": "dict[str, PromptTemplate]",
-    "agents/memsearcher/settings.py:settings_from_config": "MemSearcherSettings",
     "agents/memsearcher/settings.py:EpisodeSettings.from_config": "EpisodeSettings",
     "agents/memsearcher/agent_factory.py:eval_batch_sizes": "dict[str, int]",
     "agents/memsearcher/run_settings.py:SearchSetup.from_config": "SearchSetup",

@@ -11,7 +11,7 @@ from memjax.agents.memory_r1.answer_env import AnswerEnvironment, AnswerExample,
 from memjax.agents.memory_r1.run_settings import MemoryR1Run, prompt_templates
 from memjax.agents.memsearcher import MemSearcherEpisode
 from memjax.agents.memsearcher.agent_factory import episode_factory
-from memjax.agents.memsearcher.settings import EpisodeSettings, settings_from_config
+from memjax.agents.memsearcher.settings import EpisodeSettings
 from memjax.agents.retrieval import ScriptedRetriever, passage
 from memjax.errors import ConfigError
 from memjax.eval.judge import JUDGE_TEMPLATE, render_judge_prompt
@@ -66,7 +66,7 @@ def test_config_checks_every_template_at_job_start(tmp_path):
 
 def test_memsearcher_templates_change_the_prompts_and_nothing_else(tmp_path):
     config = runpy.run_path(str(CONFIGS / "memsearcher_cpu.py"))["get_config"]()
-    default = settings_from_config(config)
+    default = EpisodeSettings.from_config(config).memsearcher(evaluation=False)
     config.prompts.memsearcher_system = write(tmp_path, "s.txt", "Search, remember, answer.")
     config.prompts.memsearcher_user = write(
         tmp_path, "u.txt", "Question: {{question}}\nMemory: {{memory}}"
@@ -74,7 +74,7 @@ def test_memsearcher_templates_change_the_prompts_and_nothing_else(tmp_path):
     config.prompts.memsearcher_tool_response = write(
         tmp_path, "t.txt", "<tool_response>{{call}}\n{{result}}\n</tool_response>\nUpdate it."
     )
-    custom = settings_from_config(config)
+    custom = EpisodeSettings.from_config(config).memsearcher(evaluation=False)
     outputs = [tool_call("Levertov"), memory("Levertov: 1923."), boxed("Denise Levertov")]
     runs = []
     for settings in (default, custom):

@@ -23,13 +23,6 @@ def prompt_templates(config: ConfigDict) -> dict[str, PromptTemplate]:
     return templates_from_config(config.get("prompts"), PROMPT_DEFAULTS, "config.prompts")
 
 
-def settings_from_config(config: ConfigDict, evaluation: bool = False) -> MemSearcherSettings:
-    """The episode settings a config asks for (turn limit: training or evaluation)."""
-    return _memsearcher_settings(
-        config.agent, config.retriever, prompt_templates(config), evaluation
-    )
-
-
 def _memsearcher_settings(agent, retriever, templates, evaluation: bool) -> MemSearcherSettings:
     """From the config's `agent` and `retriever` sections."""
     return MemSearcherSettings(

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from memjax.agents.memsearcher.settings import settings_from_config
+from memjax.agents.memsearcher.settings import EpisodeSettings
 from memjax.checkpoints import packaged
 from memjax.rl.losses import PolicyLossConfig
 from memjax.training.optimizer import OptimizerConfig
@@ -47,7 +47,10 @@ def test_paper_settings(name, size):
     # The sections map onto the RL core's dataclasses as they are.
     PolicyLossConfig(**config.loss)
     OptimizerConfig(**config.optimizer)
-    train, evaluation = settings_from_config(config), settings_from_config(config, True)
+    train, evaluation = (
+        EpisodeSettings.from_config(config).memsearcher(evaluation=False),
+        EpisodeSettings.from_config(config).memsearcher(evaluation=True),
+    )
     assert (train.max_turns, evaluation.max_turns, train.memory_cap_tokens) == (5, 20, 1024)
     assert train.search.default_top_n == 10
 
@@ -59,6 +62,6 @@ def test_cpu_config():
     assert config.data.format == "auto"
     assert config.data.train.hotpotqa.endswith("hotpotqa_dev_distractor_500.jsonl")
     assert config.agent.memory_cap_tokens == 1024
-    assert settings_from_config(config).search.max_top_n == 3
+    assert EpisodeSettings.from_config(config).memsearcher(evaluation=False).search.max_top_n == 3
     # The RL coefficients stay the paper's on CPU.
     assert (config.loss.kl_coef, config.loss.entropy_coef) == (0.001, 0.001)

@@ -12,7 +12,7 @@ from memjax.agents.episode import ModelOutput, advance
 from memjax.agents.memsearcher import MemSearcherEpisode
 from memjax.agents.memsearcher.prompts import MEMORY_UPDATE_REQUEST
 from memjax.agents.memsearcher.protocol import IM_START, boxed_answer, first_memory, tool_calls
-from memjax.agents.memsearcher.settings import settings_from_config
+from memjax.agents.memsearcher.settings import EpisodeSettings
 from memjax.agents.retrieval import ScriptedRetriever, passage
 from tests.agents.scripted import boxed, feed, memory, tool_call, word_count
 
@@ -24,7 +24,7 @@ GOLD = ["Denise Levertov"]
 @pytest.fixture(params=["memsearcher_qwen7b.py", "memsearcher_cpu.py"])
 def settings(request):
     config = runpy.run_path(str(CONFIGS / request.param))["get_config"]()
-    return settings_from_config(config)
+    return EpisodeSettings.from_config(config).memsearcher(evaluation=False)
 
 
 @pytest.fixture
