@@ -53,6 +53,11 @@ class PolicyLossConfig:
         if kind not in KL_KINDS:
             raise ValueError(f"loss.kl_kind={self.kl_kind!r}; choose from {KL_KINDS}")
         _check_kl_clamp(self.kl_clamp)
+        for name in ("kl_coef", "entropy_coef", "eps_low"):
+            if not getattr(self, name) >= 0:  # a negative one rewards what it should penalise
+                raise ValueError(f"loss.{name}={getattr(self, name)}: must be >= 0")
+        if self.eps_high is not None and not self.eps_high >= 0:
+            raise ValueError(f"loss.eps_high={self.eps_high}: must be >= 0 (or None)")
         if self.dual_clip is not None and self.dual_clip <= 1.0:
             raise ValueError(f"loss.dual_clip={self.dual_clip} must be > 1")
         if self.empty_rows not in EMPTY_ROWS:

@@ -239,3 +239,11 @@ def test_policy_objective_combines_terms():
     assert float(m["tokens"]) == 2.0
     np.testing.assert_allclose(float(m["ratio_max"]), 1.1, rtol=1e-6)
     np.testing.assert_allclose(float(m["ratio_min"]), 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("field", ["kl_coef", "entropy_coef", "eps_low", "eps_high"])
+def test_a_negative_coefficient_or_clip_range_is_refused(field):
+    # A negative KL or entropy coefficient rewards what it should penalise.
+    with pytest.raises(ValueError, match=f"loss.{field}=-0.1: must be >= 0"):
+        losses.PolicyLossConfig(**{field: -0.1})
+    losses.PolicyLossConfig(**{field: 0.0})  # zero is off, and allowed

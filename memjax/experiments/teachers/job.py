@@ -20,6 +20,7 @@ from pathlib import Path
 
 import jax
 
+from memjax.errors import ConfigError
 from memjax.experiments.teachers import memory_roles as MR
 from memjax.experiments.teachers import search_roles as SR
 from memjax.experiments.teachers.data_split import choose_split
@@ -48,7 +49,7 @@ class Teachers:
             )
 
             if not t.source:
-                raise ValueError("config.teacher.source is empty; a model teacher needs weights")
+                raise ConfigError("config.teacher.source is empty; a model teacher needs weights")
             if is_openai_source(t.source):
                 self._remote(t)
                 return

@@ -14,6 +14,7 @@ import dataclasses
 from memjax.agents.memory_r1.answer_env import AnswerSettings
 from memjax.agents.memory_r1.construction import ConstructionSettings
 from memjax.agents.memsearcher.job_setup import RetrieverSettings, resolve_path
+from memjax.errors import ConfigError
 from memjax.experiments.teachers.data_split import SPLITS
 from memjax.experiments.teachers.memory_world import MemorySettings
 from memjax.experiments.teachers.search_roles import AGENTS as SEARCH_ROLES
@@ -29,7 +30,7 @@ def parse_roles(names: str) -> list[str]:
     roles = [r.strip() for r in str(names).split(",") if r.strip()]
     bad = [r for r in roles if r not in ROLES]
     if bad or not roles:
-        raise ValueError(f"config.roles={names!r}: choose from {', '.join(ROLES)}")
+        raise ConfigError(f"config.roles={names!r}: choose from {', '.join(ROLES)}")
     return roles
 
 
@@ -37,7 +38,7 @@ def _answer_data(value: str) -> list[str]:
     data = [d.strip() for d in str(value).split(",") if d.strip()]
     unknown = [d for d in data if d not in ANSWER_DATA]
     if unknown or not data:
-        raise ValueError(f"config.answer_data={value!r}; choose from {ANSWER_DATA}")
+        raise ConfigError(f"config.answer_data={value!r}; choose from {ANSWER_DATA}")
     return data
 
 
@@ -61,7 +62,7 @@ class TeacherSpec:
     @classmethod
     def from_section(cls, t) -> TeacherSpec:
         if t.kind not in TEACHERS:
-            raise ValueError(f"config.teacher.kind={t.kind!r}; choose from {TEACHERS}")
+            raise ConfigError(f"config.teacher.kind={t.kind!r}; choose from {TEACHERS}")
         model = t.kind == "model"
         return cls(
             kind=str(t.kind),
@@ -136,7 +137,7 @@ class MakeDataRun:
     def from_config(cls, config) -> MakeDataRun:
         roles = parse_roles(config.roles)
         if config.split not in SPLITS:
-            raise ValueError(f"config.split={config.split!r}; choose from {SPLITS}")
+            raise ConfigError(f"config.split={config.split!r}; choose from {SPLITS}")
         teacher = TeacherSpec.from_section(config.teacher)
         answer_data = _answer_data(config.answer_data) if "answer" in roles else []
         locomo = str(config.locomo.path)
